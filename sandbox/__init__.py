@@ -1,0 +1,12 @@
+"""The one way a stdio child is launched: `prepare_launch` turns argv into a sandboxed argv.
+
+Layout: `policy` (data: what a child may do), `bubblewrap` and `seatbelt` (pure renderers of a
+policy into argv), `environment` (the scrubbed child environment), `probe` (which backend works
+here), `launch` (the only impure part). The bridge hands the returned `Launch` to the MCP SDK's
+stdio transport unchanged.
+"""
+
+from sandbox.errors import InvalidWorkspace, SandboxUnavailable
+from sandbox.launch import Launch, SandboxConfig, prepare_launch
+
+__all__ = ["InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch"]

@@ -1,0 +1,101 @@
+"""macOS: render a `Policy` into an SBPL profile plus `-D` parameters for `sandbox-exec`. Pure.
+
+No path ever enters the profile text: each one reaches it as `-DKEY=value` and is read back with
+`(param "KEY")`; regexes are assembled inside SBPL with `regex-quote`. The text therefore depends
+only on the policy's *shape* (counts and the network flag), which makes injection through a path
+structurally impossible and lets tests compare the text for benign and hostile paths.
+
+Rule order matters: SBPL lets a later matching rule override an earlier one, so the broad allows
+come first, then the protected-path denies, the pins and the secret denies.
+Unverified here (no Mac in CI): run `scripts/macos_sandbox_smoke.py` on a Mac.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sandbox.policy import Policy
+
+SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+
+BASE = """\
+(version 1)
+(deny default)
+
+; processes: children inherit this profile
+(allow process-exec)
+(allow process-fork)
+(allow signal (target same-sandbox))
+(allow process-info* (target same-sandbox))
+
+; what interpreters read while starting: sysctls, host info, prefs, user lookups
+(allow sysctl-read)
+(allow mach-host*)
+(allow user-preference-read)
+(allow mach-lookup (global-name "com.apple.system.opendirectoryd.libinfo"))
+(allow ipc-posix-sem)
+(allow pseudo-tty)
+(allow file-ioctl (literal "/dev/ptmx"))
+
+; reads: everywhere, minus the secret denies below
+(allow file-read*)
+(allow file-write-data (require-all (literal "/dev/null") (vnode-type CHARACTER-DEVICE)))
+"""
+
+PROTECTED_REGEXES = (
+    r'#"/(.*/)?\.git/(hooks|config|config\.worktree|commondir|modules)(/|$)"',
+    r'#"/(.*/)?(\.vscode|\.idea|\.husky|\.claude|\.cursor)(/|$)"',
+    r'#"/(.*/)?(\.envrc|\.mcp\.json|\.gitmodules)$"',
+)
+
+NETWORK = """
+; network: outbound IP and the DNS resolver only; nothing inbound, no other Unix sockets
+(allow network-outbound (remote ip "*:*"))
+(allow network-outbound (remote unix-socket (path-literal "/private/var/run/mDNSResponder")))
+(allow mach-lookup
+  (global-name "com.apple.SystemConfiguration.configd")
+  (global-name "com.apple.SystemConfiguration.DNSConfiguration")
+  (global-name "com.apple.trustd.agent")
+  (global-name "com.apple.SecurityServer")
+  (global-name "com.apple.ocspd"))
+"""
+
+
+def _group(keys: list[str], matcher: str) -> str:
+    return "".join(f'\n  ({matcher} (param "{key}"))' for key in keys)
+
+
+def profile_and_params(policy: Policy, *, tmpdir: Path) -> tuple[str, dict[str, str]]:
+    """The profile text (shape only) and the parameters that carry every path."""
+    params = {"WORKSPACE": str(policy.workspace), "TMPDIR": str(tmpdir)}
+    params |= {f"WRITE_{i}": str(p) for i, p in enumerate(policy.write_roots)}
+    params |= {f"PIN_{i}": str(p) for i, p in enumerate(policy.pinned)}
+    params |= {f"DENY_{i}": str(m.path) for i, m in enumerate(policy.masks)}
+    writable = ["WORKSPACE", "TMPDIR", *(k for k in params if k.startswith("WRITE_"))]
+    pins = [k for k in params if k.startswith("PIN_")]
+    denies = [k for k in params if k.startswith("DENY_")]
+
+    text = BASE
+    text += "\n; writes: the workspace, the private temp dir, capability roots\n"
+    text += f"(allow file-write*{_group(writable, 'subpath')})\n"
+    text += "\n; protected in the workspace: the host runs these later\n(deny file-write*"
+    for pattern in PROTECTED_REGEXES:
+        text += f'\n  (regex (string-append "^" (regex-quote (param "WORKSPACE")) {pattern}))'
+    text += ")\n"
+    # A rule with no filter would match everything, so empty groups are left out entirely.
+    if pins:
+        text += "\n; parents of protected and secret paths: renaming one would carry a deny away\n"
+        text += f"(deny file-write-unlink{_group(pins, 'literal')})\n"
+    if denies:
+        text += "\n; secrets: neither read nor write\n"
+        text += f"(deny file-read* file-write*{_group(denies, 'subpath')})\n"
+    if policy.network == "allow":
+        text += NETWORK
+    return text, params
+
+
+def sandbox_exec_argv(policy: Policy, argv: Sequence[str], *, tmpdir: Path) -> list[str]:
+    """`sandbox-exec -p PROFILE -DKEY=value ... -- argv`: each parameter is one argv element."""
+    profile, params = profile_and_params(policy, tmpdir=tmpdir)
+    return [SANDBOX_EXEC, "-p", profile, *(f"-D{k}={v}" for k, v in params.items()), "--", *argv]

@@ -1,0 +1,101 @@
+"""prepare_launch: backend selection, what it returns, and which errors it raises."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from mcp.client.stdio import get_default_environment
+from sandbox_box import Box
+
+from sandbox import InvalidWorkspace, SandboxUnavailable
+from sandbox.probe import select_backend
+
+
+def test_none_backend_warns_on_every_launch(box: Box, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_bridge.sandbox")
+    for _ in range(2):
+        box.launch("/usr/bin/true", [], backend="none")
+    warnings = [r for r in caplog.records if r.name == "mcp_bridge.sandbox" and r.levelno == logging.WARNING]
+    assert len(warnings) == 2 and "WITHOUT a sandbox" in warnings[0].getMessage()
+
+
+def test_none_backend_runs_the_command_directly_with_a_scrubbed_env(
+    box: Box, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRIDGE_CANARY_TOKEN", "canary")
+    launch = box.launch("/usr/bin/env", ["-0"], backend="none")
+    assert (launch.command, launch.args, launch.backend) == ("/usr/bin/env", ["-0"], "none")
+    assert "BRIDGE_CANARY_TOKEN" not in launch.env and launch.env["HOME"] == str(box.home)
+
+
+@pytest.mark.bwrap
+def test_auto_picks_bubblewrap_on_linux(box: Box) -> None:
+    launch = box.launch("/usr/bin/true", [], backend="auto")
+    assert launch.backend == "bubblewrap" and os.path.isabs(launch.command)
+    assert launch.args[-2:] == ["--", "/usr/bin/true"] and launch.cleanup_paths == ()
+
+
+@pytest.mark.bwrap
+def test_bubblewrap_launch_env_is_exactly_what_the_child_gets(
+    box: Box, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    monkeypatch.setenv("USER", "bridge-user")
+    launch = box.launch("/usr/bin/true", [], backend="bubblewrap")
+    assert get_default_environment() | launch.env == launch.env
+    assert launch.env["TMPDIR"] == "/tmp" and launch.env["HOME"] == str(box.home)
+
+
+@pytest.mark.bwrap
+def test_bare_command_is_resolved_on_the_child_path(box: Box) -> None:
+    launch = box.launch("true", [], backend="bubblewrap")
+    assert launch.args[-1] == shutil.which("true", path=launch.env["PATH"])
+
+
+@pytest.mark.bwrap
+def test_unknown_bare_command_raises_file_not_found(box: Box) -> None:
+    with pytest.raises(FileNotFoundError, match="no-such-mcp-server"):
+        box.launch("no-such-mcp-server", [], backend="bubblewrap")
+
+
+@pytest.mark.bwrap
+def test_missing_state_dir_is_created_so_it_can_be_masked(box: Box) -> None:
+    state = box.root / "fresh-state"
+    launch = box.launch("/usr/bin/true", [], state_dir=state)
+    assert state.is_dir() and str(state) in launch.args
+
+
+@pytest.mark.bwrap
+def test_unsafe_workspace_is_refused_with_invalid_workspace(box: Box) -> None:
+    with pytest.raises(InvalidWorkspace, match="home folder"):
+        box.launch("/usr/bin/true", [], workspace=box.home)
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="seatbelt is the native backend on macOS")
+def test_seatbelt_outside_macos_raises_with_install_hint(box: Box) -> None:
+    with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+        box.launch("/usr/bin/true", [], backend="seatbelt")
+
+
+def test_bubblewrap_outside_linux_is_unavailable() -> None:
+    with pytest.raises(SandboxUnavailable, match="needs Linux"):
+        select_backend(
+            "bubblewrap", platform="darwin", path_env="/usr/bin", workspace=Path("/w"), as_root=False
+        )
+
+
+def test_auto_on_an_unsupported_platform_is_unavailable() -> None:
+    with pytest.raises(SandboxUnavailable, match="MCP_SANDBOX=none"):
+        select_backend("auto", platform="win32", path_env="", workspace=Path("/w"), as_root=False)
+
+
+def test_explicit_none_needs_no_probe() -> None:
+    assert (
+        select_backend("none", platform="win32", path_env="", workspace=Path("/w"), as_root=False).name
+        == "none"
+    )
