@@ -1,0 +1,158 @@
+"""Typed values at the bridge's boundaries: server specs, tool results, and the one error type.
+
+Error codes (every failure is a `BridgeError` carrying exactly one of these):
+
+    code               when                                                   retryable
+    invalid_argument   an input fails validation, before any session opens    no
+    unknown_server     the server is not registered                           no
+    unknown_tool       the downstream server does not offer the tool          no
+    forbidden          e.g. removing a developer-provisioned server            no
+    registry_error     registry corrupt on write; lock timeout (retryable)    lock: yes
+    spawn_failed       the child could not start, or no sandbox is available  no
+    child_exited       the child died (exit code, last lines of its stderr)   yes
+    connect_failed     HTTP connect/TLS/DNS failure, or a 5xx                 yes
+    http_error         HTTP 4xx (401/403/404)                                 no
+    protocol_error     not MCP, handshake failure                             no
+    timeout            over MCP_TIMEOUT; the child is killed                  yes
+    tool_error         the downstream tool returned isError                   no
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ErrorCode = Literal[
+    "invalid_argument",
+    "unknown_server",
+    "unknown_tool",
+    "forbidden",
+    "registry_error",
+    "spawn_failed",
+    "child_exited",
+    "connect_failed",
+    "http_error",
+    "protocol_error",
+    "timeout",
+    "tool_error",
+]
+
+_RETRYABLE: frozenset[str] = frozenset({"child_exited", "connect_failed", "timeout"})
+
+
+class ErrorResult(BaseModel):
+    """The structured content of every failed tool call."""
+
+    ok: Literal[False] = False
+    code: ErrorCode
+    retryable: bool
+    message: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class BridgeError(Exception):
+    """A classified failure; the tools turn it into an `ErrorResult`."""
+
+    def __init__(
+        self, code: ErrorCode, message: str, *, retryable: bool | None = None, **detail: Any
+    ) -> None:
+        super().__init__(message)
+        self.code: ErrorCode = code
+        self.message = message
+        self.retryable = code in _RETRYABLE if retryable is None else retryable
+        self.detail = detail
+
+    def to_result(self) -> ErrorResult:
+        return ErrorResult(code=self.code, retryable=self.retryable, message=self.message, detail=self.detail)
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    added_at: datetime | None = None
+
+
+class HttpServerSpec(_Spec):
+    """A Streamable HTTP endpoint. Headers may hold secrets: never echoed, never logged."""
+
+    transport: Literal["http"] = "http"
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class StdioServerSpec(_Spec):
+    """A local program spoken to over stdio, always launched through the sandbox.
+
+    `env`, `network` and `write_paths` widen what the child gets; only the developer config may set
+    them, so validation of conversation input never produces them.
+    """
+
+    transport: Literal["stdio"] = "stdio"
+    command: str
+    args: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    network: Literal["deny", "allow"] | None = None
+    write_paths: tuple[str, ...] = ()
+
+
+ServerSpec = Annotated[HttpServerSpec | StdioServerSpec, Field(discriminator="transport")]
+
+Origin = Literal["config", "dynamic", "dynamic (shadows config)"]
+
+
+class ServerInfo(BaseModel):
+    """One registered server as listed to the model: never its headers or env."""
+
+    name: str
+    transport: Literal["http", "stdio"]
+    origin: Origin
+    target: str = Field(description="The URL, or the command line of a stdio server.")
+
+
+class ServerList(BaseModel):
+    ok: Literal[True] = True
+    servers: list[ServerInfo]
+
+
+class ToolSummary(BaseModel):
+    name: str
+    description: str
+
+
+class ToolCatalog(BaseModel):
+    ok: Literal[True] = True
+    server: str
+    tools: list[ToolSummary]
+    truncated: bool = Field(description="True when descriptions were shortened to fit the budget.")
+
+
+class ToolSchema(BaseModel):
+    ok: Literal[True] = True
+    server: str
+    tool: dict[str, Any] = Field(description="The downstream tool definition as the server sent it.")
+
+
+class CallResult(BaseModel):
+    ok: Literal[True] = True
+    server: str
+    tool: str
+    text: str
+    truncated: bool
+    full_length: int = Field(description="Characters of text content before the budget cut.")
+    structured_content: dict[str, Any] | None = None
+    other_content: list[str] = Field(default_factory=list, description="Summaries of non-text blocks.")
+
+
+class AddResult(BaseModel):
+    ok: Literal[True] = True
+    server: ServerInfo
+    replaced: bool
+
+
+class RemoveResult(BaseModel):
+    ok: Literal[True] = True
+    name: str
+    restored_config_entry: bool

@@ -1,0 +1,124 @@
+"""Render catalogs and results as text for the model, inside the `MCP_MAX_CHARS` budget.
+
+Budget rules: in a catalog every tool name survives; descriptions are shortened first (the longest
+ones first, to a common cap) and a line says so. Call results are cut with a visible marker that
+gives the full length, and non-text blocks are summarised, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+
+from bridge.models import CallResult, ErrorResult, ServerList, ToolCatalog, ToolSchema, ToolSummary
+
+_SHORTENED = "…"
+
+
+def cut(text: str, limit: int) -> tuple[str, bool]:
+    """Cut `text` to at most `limit` characters, marker included, saying how long it was."""
+    if len(text) <= limit:
+        return text, False
+    marker = f"\n…[truncated: showing {{shown}} of {len(text)} characters]"
+    shown = max(0, limit - len(marker.format(shown=limit)))
+    return text[:shown] + marker.format(shown=shown), True
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def _description_cap(lengths: list[int], room: int) -> int | None:
+    """The largest cap c with sum(min(len, c)) <= room; None when everything fits uncut."""
+    if sum(lengths) <= room:
+        return None
+    low, high = 0, max(lengths)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(length, mid) for length in lengths) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def catalog(server: str, tools: list[types.Tool], max_chars: int) -> tuple[ToolCatalog, str]:
+    header = f"{server}: {len(tools)} tools. Call mcp_list_tools(server, tool_name) for one tool's full schema."
+    note = f"(descriptions shortened to fit the {max_chars}-character budget)"
+    names = [tool.name for tool in tools]
+    descriptions = [_one_line(tool.description) for tool in tools]
+    # Each line is "- name: description"; the fixed part of every line costs len(name) + 4.
+    fixed = len(header) + 1 + len(note) + 1 + sum(len(name) + 5 for name in names)
+    cap = _description_cap([len(d) for d in descriptions], max(0, max_chars - fixed))
+    if cap is not None:
+        descriptions = [d if len(d) <= cap else d[: max(0, cap - 1)] + _SHORTENED if cap else "" for d in descriptions]
+    lines = [header, *(f"- {name}: {d}" if d else f"- {name}" for name, d in zip(names, descriptions))]
+    if cap is not None:
+        lines.append(note)
+    summaries = [ToolSummary(name=name, description=d) for name, d in zip(names, descriptions)]
+    return ToolCatalog(server=server, tools=summaries, truncated=cap is not None), "\n".join(lines)
+
+
+def schema(server: str, tool: types.Tool, max_chars: int) -> tuple[ToolSchema, str]:
+    """The definition exactly as the downstream sent it; only the text copy is cut."""
+    definition = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
+    text, _ = cut(json.dumps(definition, indent=2, ensure_ascii=False), max_chars)
+    return ToolSchema(server=server, tool=definition), text
+
+
+def _summarise_block(block: Any) -> str | None:
+    if isinstance(block, types.TextContent):
+        return None
+    if isinstance(block, (types.ImageContent, types.AudioContent)):
+        return f"[{block.type}: {block.mime_type}, {len(block.data)} base64 characters, not shown]"
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        size = len(getattr(resource, "text", None) or getattr(resource, "blob", None) or "")
+        return f"[embedded resource: {resource.uri} ({resource.mime_type or 'unknown type'}), {size} characters]"
+    if isinstance(block, types.ResourceLink):
+        return f"[resource link: {block.uri} ({block.mime_type or 'unknown type'}) {block.name}]"
+    return f"[{getattr(block, 'type', type(block).__name__)} content, not shown]"
+
+
+def tool_result_text(result: types.CallToolResult) -> tuple[str, list[str]]:
+    """Text blocks joined; every other block summarised in a line of its own."""
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    others = [s for s in (_summarise_block(block) for block in result.content) if s is not None]
+    return "\n".join(texts), others
+
+
+def call_result(server: str, tool: str, result: types.CallToolResult, max_chars: int) -> tuple[CallResult, str]:
+    text, others = tool_result_text(result)
+    structured = result.structured_content
+    if not text and structured is not None:
+        text = json.dumps(structured, ensure_ascii=False)
+    full = "\n".join([text, *others]) if others else text
+    shown, truncated = cut(full, max_chars)
+    if structured is not None and len(json.dumps(structured, ensure_ascii=False)) > max_chars:
+        structured = None  # over budget: the text copy (cut, with its marker) stands in for it
+        others = [*others, "[structured content over budget, shown only as cut text]"]
+    data = CallResult(
+        server=server,
+        tool=tool,
+        text=shown,
+        truncated=truncated,
+        full_length=len(full),
+        structured_content=structured,
+        other_content=others,
+    )
+    return data, shown
+
+
+def servers(data: ServerList) -> str:
+    if not data.servers:
+        return "No servers registered. Add one with mcp_add_server."
+    lines = [f"{len(data.servers)} servers. Call mcp_list_tools(server) to see a server's tools."]
+    lines += [f"- {s.name} ({s.transport}, {s.origin}): {s.target}" for s in data.servers]
+    return "\n".join(lines)
+
+
+def error(data: ErrorResult) -> str:
+    retry = " (retryable)" if data.retryable else ""
+    return f"Error [{data.code}]{retry}: {data.message}"

@@ -1,0 +1,209 @@
+"""The two layers of servers, merged by name: developer config below, the dynamic file above.
+
+- Config (`config.MCP_SERVERS`) is source code: the conversation can use it, never change it.
+- The dynamic file (`<state>/tool_mcp/servers.json`) is written by `mcp_add_server` and
+  `mcp_remove_server`; a dynamic entry shadows a config entry of the same name.
+- Reads are forgiving: a missing or corrupt file means "no dynamic servers" plus a warning, so
+  listing never takes the bridge down. When the canonical file is missing, the legacy file
+  (`<workspace>/tool_mcp/servers.json`) is read; the next write goes to the canonical file only.
+- Writes are strict: exclusive lock, re-read under it, refuse a file we cannot parse (never
+  overwrite what we cannot read), random 0600 temp file in the same directory, fsync,
+  `os.replace`, directory fsync. A crash at any point leaves the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import portalocker
+from pydantic import TypeAdapter, ValidationError
+
+from bridge.models import BridgeError, Origin, ServerSpec
+from bridge.validation import NAME_PATTERN
+
+logger = logging.getLogger("mcp_bridge.registry")
+
+_SPEC = TypeAdapter(ServerSpec)
+_FORMAT_VERSION = 1
+LOCK_TIMEOUT_S = 5.0
+
+
+class _Unreadable(Exception):
+    """The dynamic file exists but cannot be parsed."""
+
+
+def parse_config_servers(servers: Mapping[str, Mapping[str, Any]]) -> dict[str, ServerSpec]:
+    """Validate the developer layer once, at start; a bad entry is a startup error, not a surprise later."""
+    parsed: dict[str, ServerSpec] = {}
+    for name, raw in servers.items():
+        if not NAME_PATTERN.fullmatch(name):
+            raise ValueError(f"config.MCP_SERVERS: invalid server name {name!r}")
+        try:
+            parsed[name] = _SPEC.validate_python(dict(raw))
+        except ValidationError as exc:
+            raise ValueError(f"config.MCP_SERVERS[{name!r}] is invalid: {exc}") from None
+    return parsed
+
+
+def _parse_file(path: Path) -> dict[str, ServerSpec] | None:
+    """None when the file is missing; `_Unreadable` when it is not a registry we understand."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Unreadable(f"cannot read {path}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise _Unreadable(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
+        raise _Unreadable(f"{path} has no 'servers' object")
+    entries: dict[str, ServerSpec] = {}
+    for name, raw in data["servers"].items():
+        try:
+            entries[name] = _SPEC.validate_python(raw)
+        except ValidationError as exc:
+            raise _Unreadable(f"{path}: entry {name!r} is invalid: {exc.errors()[0]['msg']}") from None
+    return entries
+
+
+class Registry:
+    """Merged view of both layers, and the only writer of the dynamic file."""
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        legacy_path: Path,
+        config_servers: Mapping[str, ServerSpec],
+        before_replace: Callable[[Path], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.legacy_path = legacy_path
+        self.config_servers = dict(config_servers)
+        # A test hook: runs after the temp file is fsynced and before it replaces the registry.
+        self._before_replace = before_replace
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def _read_dynamic_strict(self) -> dict[str, ServerSpec]:
+        for candidate in (self.path, self.legacy_path):
+            entries = _parse_file(candidate)
+            if entries is not None:
+                return entries
+        return {}
+
+    def dynamic(self) -> dict[str, ServerSpec]:
+        """The dynamic layer, forgiving: unreadable means empty, with a warning."""
+        try:
+            return self._read_dynamic_strict()
+        except _Unreadable as exc:
+            logger.warning("ignoring the dynamic registry: %s", exc)
+            return {}
+
+    def merged(self) -> dict[str, tuple[ServerSpec, Origin]]:
+        dynamic = self.dynamic()
+        merged: dict[str, tuple[ServerSpec, Origin]] = {
+            name: (spec, "config") for name, spec in self.config_servers.items()
+        }
+        for name, spec in dynamic.items():
+            merged[name] = (spec, "dynamic (shadows config)" if name in self.config_servers else "dynamic")
+        return dict(sorted(merged.items()))
+
+    def get(self, name: str) -> ServerSpec:
+        merged = self.merged()
+        if name not in merged:
+            close = difflib.get_close_matches(name, list(merged), n=3, cutoff=0.5)
+            hint = f" Did you mean: {', '.join(close)}?" if close else " Call mcp_list_tools without a server to see them."
+            raise BridgeError("unknown_server", f"No server named {name!r} is registered.{hint}", close_matches=close)
+        return merged[name][0]
+
+    # -- writes ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self) -> Iterator[dict[str, ServerSpec]]:
+        """Hold the exclusive lock and yield the current entries, read strictly under it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock = portalocker.Lock(
+            str(self.path) + ".lock", mode="a", timeout=LOCK_TIMEOUT_S, flags=portalocker.LOCK_EX | portalocker.LOCK_NB
+        )
+        try:
+            lock.acquire()
+        except portalocker.exceptions.LockException:
+            raise BridgeError(
+                "registry_error",
+                f"The registry is locked by another writer for over {LOCK_TIMEOUT_S:g} s; try again.",
+                retryable=True,
+            ) from None
+        try:
+            try:
+                entries = self._read_dynamic_strict()
+            except _Unreadable as exc:
+                raise BridgeError(
+                    "registry_error",
+                    f"The registry file cannot be read, so it was left untouched: {exc}. "
+                    "Fix or delete it by hand.",
+                    retryable=False,
+                    path=str(self.path),
+                ) from None
+            yield entries
+        finally:
+            lock.release()
+
+    def _write(self, entries: Mapping[str, ServerSpec]) -> None:
+        payload = {
+            "version": _FORMAT_VERSION,
+            "servers": {name: _SPEC.dump_python(spec, mode="json", exclude_defaults=False) for name, spec in sorted(entries.items())},
+        }
+        data = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
+        directory = self.path.parent
+        fd, temp_name = tempfile.mkstemp(dir=directory, prefix=".servers.", suffix=".tmp")  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if self._before_replace is not None:
+                self._before_replace(Path(temp_name))
+            os.replace(temp_name, self.path)
+        except BaseException:
+            Path(temp_name).unlink(missing_ok=True)
+            raise
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def add(self, name: str, spec: ServerSpec) -> bool:
+        """Add or overwrite a dynamic entry in one step; returns whether one was replaced."""
+        stamped = spec.model_copy(update={"added_at": datetime.now(timezone.utc)})
+        with self._locked() as entries:
+            replaced = name in entries
+            entries[name] = stamped
+            self._write(entries)
+        return replaced
+
+    def remove(self, name: str) -> bool:
+        """Remove a dynamic entry; returns whether a shadowed config entry is now visible again."""
+        with self._locked() as entries:
+            if name not in entries:
+                if name in self.config_servers:
+                    raise BridgeError(
+                        "forbidden",
+                        f"{name!r} is provisioned by the developer in config.MCP_SERVERS and cannot be removed from the conversation.",
+                    )
+                raise BridgeError("unknown_server", f"No dynamic server named {name!r} to remove.")
+            del entries[name]
+            self._write(entries)
+        return name in self.config_servers

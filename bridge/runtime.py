@@ -1,0 +1,46 @@
+"""One long-lived event loop in its own thread, where all downstream client work runs.
+
+Hosts call the tools from inside their own running event loop, where a nested `asyncio.run()` fails,
+and a fresh loop per call could never keep a session open between calls. So the tools stay plain
+sync functions and hand coroutines to this loop through an anyio blocking portal: from a sync
+caller, a plain thread, or a thread whose own loop is running (the portal only refuses its own
+thread, where waiting would deadlock).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
+from typing import TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+T = TypeVar("T")
+
+
+class Runtime:
+    """Starts the worker loop on first use and keeps it until `close()`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
+        self._portal: BlockingPortal | None = None
+
+    def _get_portal(self) -> BlockingPortal:
+        with self._lock:
+            if self._portal is None:
+                self._portal_cm = start_blocking_portal(name="mcp-bridge-worker")
+                self._portal = self._portal_cm.__enter__()
+            return self._portal
+
+    def run(self, func: Callable[[], Awaitable[T]]) -> T:
+        """Run `func()` on the worker loop and wait for its result (exceptions propagate)."""
+        return self._get_portal().call(func)
+
+    def close(self) -> None:
+        """Stop the worker loop; tasks still running on it are cancelled first."""
+        with self._lock:
+            portal_cm, self._portal_cm, self._portal = self._portal_cm, None, None
+        if portal_cm is not None:
+            portal_cm.__exit__(None, None, None)

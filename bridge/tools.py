@@ -1,0 +1,188 @@
+"""The four tools as plain sync methods: validate -> resolve -> run -> render.
+
+`Bridge` is usable from anywhere: a FastMCP server (see `server.py`), a sync agent loop, a test or
+a CLI. Every method returns a `Reply` and never raises for a failure the model could cause or
+meet downstream: those come back as `ErrorResult`s with a code.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from bridge import output, validation
+from bridge.models import (
+    AddResult,
+    BridgeError,
+    ErrorResult,
+    HttpServerSpec,
+    Origin,
+    RemoveResult,
+    ServerInfo,
+    ServerList,
+    ServerSpec,
+)
+from bridge.registry import Registry, parse_config_servers
+from bridge.runtime import Runtime
+from bridge.sessions import SessionSettings, Sessions, unknown_tool
+from config import Settings
+from sandbox import SandboxConfig
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a tool answers: text for the model and the structured content behind it."""
+
+    text: str
+    data: BaseModel
+
+    @property
+    def is_error(self) -> bool:
+        return isinstance(self.data, ErrorResult)
+
+
+def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
+    if isinstance(spec, HttpServerSpec):
+        target = spec.url
+    else:
+        target = shlex.join([spec.command, *spec.args])
+    return ServerInfo(name=name, transport=spec.transport, origin=origin, target=target)
+
+
+class Bridge:
+    """Holds what the four tools share: settings, the registry, sessions and the worker loop."""
+
+    def __init__(self, settings: Settings, config_servers: dict[str, dict[str, object]]) -> None:
+        self.settings = settings
+        self.registry = Registry(
+            path=settings.registry_path,
+            legacy_path=settings.legacy_registry_path,
+            config_servers=parse_config_servers(config_servers),
+        )
+        sandbox = SandboxConfig(
+            backend=settings.sandbox,
+            workspace=settings.workspace,
+            state_dir=settings.state_dir,
+            network=settings.sandbox_network,
+            child_env_prefixes=settings.child_env_prefixes,
+            secret_paths=(settings.legacy_registry_path,),
+        )
+        self.sessions = Sessions(SessionSettings(timeout=settings.timeout, sandbox=sandbox, workspace=settings.workspace))
+        self.runtime = Runtime()
+
+    def close(self) -> None:
+        self.runtime.close()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _reply(self, build: Callable[[], Reply]) -> Reply:
+        try:
+            return build()
+        except BridgeError as exc:
+            data = exc.to_result()
+            text, _ = output.cut(output.error(data), self.settings.max_chars)
+            return Reply(text=text, data=data)
+
+    def _run(self, func: Callable[[], Awaitable[T]]) -> T:
+        return self.runtime.run(func)
+
+    def _resolve(self, server: object) -> tuple[str, ServerSpec]:
+        name = validation.server_name(server, "server")
+        spec = self.registry.get(name)
+        if spec.transport not in self.settings.allowed_transports:
+            raise BridgeError(
+                "forbidden", f"{spec.transport} servers are disabled here (MCP_ALLOWED_TRANSPORTS).", transport=spec.transport
+            )
+        return name, spec
+
+    # -- the four tools ---------------------------------------------------------------------
+
+    def list_tools(self, server: str | None = None, tool_name: str | None = None) -> Reply:
+        """No server: the registered servers. A server: its catalog. And a tool: that tool's schema."""
+
+        def build() -> Reply:
+            if not server:
+                if tool_name:
+                    raise BridgeError("invalid_argument", "tool_name needs a server")
+                data = ServerList(
+                    servers=[_info(name, spec, origin) for name, (spec, origin) in self.registry.merged().items()]
+                )
+                text, _ = output.cut(output.servers(data), self.settings.max_chars)
+                return Reply(text=text, data=data)
+            name, spec = self._resolve(server)
+            wanted = validation.tool_name(tool_name) if tool_name else None
+            tools = self._run(lambda: self.sessions.list_tools(spec))
+            if wanted is None:
+                catalog, text = output.catalog(name, tools, self.settings.max_chars)
+                return Reply(text=text, data=catalog)
+            found = next((tool for tool in tools if tool.name == wanted), None)
+            if found is None:
+                raise unknown_tool(wanted, [tool.name for tool in tools])
+            schema, text = output.schema(name, found, self.settings.max_chars)
+            return Reply(text=text, data=schema)
+
+        return self._reply(build)
+
+    def call_tool(self, server: str, tool_name: str, arguments_json: str = "{}") -> Reply:
+        def build() -> Reply:
+            name, spec = self._resolve(server)
+            tool = validation.tool_name(tool_name)
+            arguments = validation.arguments(arguments_json)
+            _, result = self._run(lambda: self.sessions.call_tool(spec, tool, arguments))
+            data, text = output.call_result(name, tool, result, self.settings.max_chars)
+            if result.is_error:
+                raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
+            return Reply(text=text, data=data)
+
+        return self._reply(build)
+
+    def add_server(
+        self,
+        name: str,
+        url: str | None = None,
+        headers_json: str | None = None,
+        command: str | None = None,
+        args_json: str | None = None,
+        cwd: str | None = None,
+    ) -> Reply:
+        def build() -> Reply:
+            self._require_dynamic()
+            checked = validation.server_name(name)
+            spec = validation.server_spec(
+                url_value=url,
+                headers_json=headers_json,
+                command_value=command,
+                args_json=args_json,
+                cwd_value=cwd,
+                workspace=self.settings.workspace,
+            )
+            if spec.transport not in self.settings.allowed_transports:
+                raise BridgeError("forbidden", f"{spec.transport} servers are disabled here (MCP_ALLOWED_TRANSPORTS).")
+            replaced = self.registry.add(checked, spec)
+            origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
+            data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
+            verb = "Replaced" if replaced else "Added"
+            text = f"{verb} {checked} ({spec.transport}). Call mcp_list_tools(server={checked!r}) to see its tools."
+            return Reply(text=text, data=data)
+
+        return self._reply(build)
+
+    def remove_server(self, name: str) -> Reply:
+        def build() -> Reply:
+            self._require_dynamic()
+            checked = validation.server_name(name)
+            restored = self.registry.remove(checked)
+            text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")
+            return Reply(text=text, data=RemoveResult(name=checked, restored_config_entry=restored))
+
+        return self._reply(build)
+
+    def _require_dynamic(self) -> None:
+        if not self.settings.allow_dynamic:
+            raise BridgeError("forbidden", "Adding and removing servers is disabled here (MCP_ALLOW_DYNAMIC=false).")

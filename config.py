@@ -1,0 +1,84 @@
+"""Configuration: the only module that reads the environment.
+
+`Settings` holds every operator setting (env vars prefixed `MCP_`), each with a default and bounds.
+`MCP_SERVERS` is the developer-owned layer of the registry: servers provisioned in source, which the
+conversation can use but never change or remove. Entries have the same shape as the dynamic
+registry's, and may also carry `env` (stdio), `network` (stdio: "deny" or "allow") and
+`write_paths` (stdio: extra writable capability paths), which only the developer may grant.
+
+    MCP_SERVERS = {
+        "time": {"transport": "stdio", "command": "/usr/local/bin/mcp-server-time", "args": []},
+        "docs": {"transport": "http", "url": "https://example.com/mcp", "headers": {}},
+    }
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from typing_extensions import Annotated
+
+PROJECT_ROOT = Path(__file__).resolve().parent
+
+MCP_SERVERS: dict[str, dict[str, Any]] = {}
+
+Transport = Literal["http", "stdio"]
+
+
+class Settings(BaseSettings):
+    """Operator settings, read from `MCP_*` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_", extra="ignore", frozen=True)
+
+    max_chars: int = Field(4000, ge=200, le=1_000_000, description="Character budget of every tool result.")
+    timeout: float = Field(60.0, gt=0, le=3600, description="Seconds one downstream operation may take.")
+    state_dir: Path = Field(PROJECT_ROOT / "work", description="Runtime state: registry, logs.")
+    workspace: Path = Field(default_factory=Path.cwd, description="The approved workspace for stdio children.")
+    allow_dynamic: bool = Field(True, description="Offer mcp_add_server and mcp_remove_server.")
+    allowed_transports: Annotated[frozenset[Transport], NoDecode] = Field(
+        frozenset({"http", "stdio"}), description="Kinds of downstream server that may be used."
+    )
+    sandbox: Literal["auto", "bubblewrap", "seatbelt", "none"] = Field("auto", description="Sandbox backend.")
+    sandbox_network: Literal["deny", "allow"] = Field("deny", description="Network for stdio children.")
+    child_env_prefixes: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="Bridge env vars with these name prefixes are passed to stdio children."
+    )
+
+    @field_validator("allowed_transports", mode="before")
+    @classmethod
+    def _split_transports(cls, value: object) -> object:
+        if isinstance(value, str):
+            return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("child_env_prefixes", mode="before")
+    @classmethod
+    def _split_prefixes(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("allowed_transports")
+    @classmethod
+    def _not_empty(cls, value: frozenset[str]) -> frozenset[str]:
+        if not value:
+            raise ValueError("at least one transport must be allowed (http, stdio)")
+        return value
+
+    @field_validator("state_dir", "workspace")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def registry_path(self) -> Path:
+        """The canonical dynamic registry file."""
+        return self.state_dir / "tool_mcp" / "servers.json"
+
+    @property
+    def legacy_registry_path(self) -> Path:
+        """The registry's old home inside the workspace; read only when the canonical file is missing."""
+        return self.workspace / "tool_mcp" / "servers.json"

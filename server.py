@@ -1,0 +1,163 @@
+"""The FastMCP app: registers the four tools and serves them over stdio or Streamable HTTP.
+
+This is the only module that knows FastMCP's server side; the tools themselves are the plain
+methods of `bridge.tools.Bridge`. In stdio mode stdout is the protocol: logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import sys
+from typing import Annotated, Any, Union
+
+from fastmcp import FastMCP
+from fastmcp.tools import ToolResult
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+import config
+from bridge.models import AddResult, CallResult, ErrorResult, RemoveResult, ServerList, ToolCatalog, ToolSchema
+from bridge.tools import Bridge, Reply
+
+INSTRUCTIONS = (
+    "This server reaches other MCP servers through four tools. Always call mcp_list_tools first: "
+    "without a server it lists the registered servers; with a server it lists that server's tools; "
+    "with a tool_name it shows that tool's full input schema. Never guess server names, tool names or "
+    "arguments: call mcp_call_tool only with a tool name and arguments_json taken from that listing. "
+    "Errors carry a code; retry only those marked retryable."
+)
+
+
+def output_schema(*success: type[BaseModel]) -> dict[str, Any]:
+    """One object schema admitting each success shape and the error shape."""
+    models = (*success, ErrorResult)
+    schema = TypeAdapter(Union[models]).json_schema(mode="serialization")  # noqa: UP007 - built at runtime
+    return {"type": "object", **schema}
+
+
+def _result(reply: Reply) -> ToolResult:
+    return ToolResult(
+        content=reply.text, structured_content=reply.data.model_dump(mode="json"), is_error=reply.is_error
+    )
+
+
+ServerName = Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")]
+
+
+def build_app(bridge: Bridge) -> FastMCP:
+    app = FastMCP("mcp-bridge", instructions=INSTRUCTIONS)
+
+    @app.tool(
+        name="mcp_list_tools",
+        title="List MCP servers and tools",
+        annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True),
+        output_schema=output_schema(ServerList, ToolCatalog, ToolSchema),
+    )
+    def mcp_list_tools(
+        server: Annotated[str | None, Field(description="Omit to list the registered servers.")] = None,
+        tool_name: Annotated[str | None, Field(description="Give with server for one tool's full schema.")] = None,
+    ) -> ToolResult:
+        """List the registered MCP servers, one server's tools (compact catalog), or one tool's full schema."""
+        return _result(bridge.list_tools(server, tool_name))
+
+    @app.tool(
+        name="mcp_call_tool",
+        title="Call a tool on an MCP server",
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True),
+        output_schema=output_schema(CallResult),
+    )
+    def mcp_call_tool(
+        server: ServerName,
+        tool_name: Annotated[str, Field(description="A tool name exactly as mcp_list_tools shows it.")],
+        arguments_json: Annotated[
+            str, Field(description='The tool\'s arguments as a JSON object text, e.g. {"path": "README.md"}.')
+        ] = "{}",
+    ) -> ToolResult:
+        """Call one tool on a registered MCP server. List the server's tools first; never guess names or arguments."""
+        return _result(bridge.call_tool(server, tool_name, arguments_json))
+
+    if bridge.settings.allow_dynamic:
+
+        @app.tool(
+            name="mcp_add_server",
+            title="Register an MCP server",
+            annotations=ToolAnnotations(
+                readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
+            ),
+            output_schema=output_schema(AddResult),
+        )
+        def mcp_add_server(
+            name: Annotated[str, Field(description="Letters, digits, _ and -, at most 64.")],
+            url: Annotated[str | None, Field(description="A Streamable HTTP endpoint (http:// or https://).")] = None,
+            headers_json: Annotated[
+                str | None, Field(description='HTTP headers as a JSON object of strings, e.g. {"Authorization": "Bearer ..."}.')
+            ] = None,
+            command: Annotated[str | None, Field(description="Absolute path of a local stdio server program.")] = None,
+            args_json: Annotated[str | None, Field(description='Its arguments as a JSON array of strings.')] = None,
+            cwd: Annotated[str | None, Field(description="Its working directory, inside the workspace.")] = None,
+        ) -> ToolResult:
+            """Register (or replace) a server: a url for HTTP, or a command for a local stdio server, not both."""
+            return _result(bridge.add_server(name, url, headers_json, command, args_json, cwd))
+
+        @app.tool(
+            name="mcp_remove_server",
+            title="Remove a registered MCP server",
+            annotations=ToolAnnotations(
+                readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
+            ),
+            output_schema=output_schema(RemoveResult),
+        )
+        def mcp_remove_server(name: ServerName) -> ToolResult:
+            """Remove a server added in conversation; servers the developer provisioned cannot be removed."""
+            return _result(bridge.remove_server(name))
+
+    return app
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="mcp-bridge", description="Serve the MCP bridge over stdio (default) or HTTP.")
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: loopback only)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    return parser.parse_args(argv)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        settings = config.Settings()
+        bridge = Bridge(settings, config.MCP_SERVERS)
+    except (ValidationError, ValueError) as exc:
+        print(f"mcp-bridge: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    if args.transport == "http" and not _is_loopback(args.host):
+        print(
+            f"mcp-bridge: refusing to serve on {args.host} without authentication; bind to 127.0.0.1 and use a tunnel.",
+            file=sys.stderr,
+        )
+        return 2
+    app = build_app(bridge)
+    try:
+        if args.transport == "http":
+            app.run(transport="http", host=args.host, port=args.port, path="/mcp", show_banner=False)
+        else:
+            app.run(show_banner=False)
+    finally:
+        bridge.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
