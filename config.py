@@ -47,18 +47,12 @@ class Settings(BaseSettings):
         (), description="Bridge env vars with these name prefixes are passed to stdio children."
     )
 
-    @field_validator("allowed_transports", mode="before")
+    @field_validator("allowed_transports", "child_env_prefixes", mode="before")
     @classmethod
-    def _split_transports(cls, value: object) -> object:
+    def _split_commas(cls, value: object) -> object:
+        """Env vars hold comma-separated lists: `MCP_ALLOWED_TRANSPORTS=http,stdio`."""
         if isinstance(value, str):
-            return frozenset(part.strip() for part in value.split(",") if part.strip())
-        return value
-
-    @field_validator("child_env_prefixes", mode="before")
-    @classmethod
-    def _split_prefixes(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
+            return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
     @field_validator("allowed_transports")

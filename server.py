@@ -7,11 +7,14 @@ methods of `bridge.tools.Bridge`. In stdio mode stdout is the protocol: logs go 
 from __future__ import annotations
 
 import argparse
+import copy
 import ipaddress
 import logging
+import socket
 import sys
 from typing import Annotated, Any, Union
 
+import uvicorn.config
 from fastmcp import FastMCP
 from fastmcp.tools import ToolResult
 from mcp_types import ToolAnnotations
@@ -151,12 +154,34 @@ def main(argv: list[str] | None = None) -> int:
     app = build_app(bridge)
     try:
         if args.transport == "http":
-            app.run(transport="http", host=args.host, port=args.port, path="/mcp", show_banner=False)
+            _serve_http(app, args.host, args.port)
         else:
             app.run(show_banner=False)
     finally:
         bridge.close()
     return 0
+
+
+def _serve_http(app: FastMCP, host: str, port: int) -> None:
+    """Bind first, so `--port 0` works and the log line names the real port; uvicorn logs go to stderr."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    logging.getLogger("mcp_bridge").info("serving Streamable HTTP at http://%s:%d/mcp", host, bound)
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    app.run(
+        transport="http",
+        host=host,
+        port=bound,
+        path="/mcp",
+        show_banner=False,
+        sockets=[sock],
+        uvicorn_config={"log_config": log_config},
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,248 @@
+"""The bridge driven as a host drives it: `mcp-bridge` spawned as a process, spoken to over stdio or HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from helpers import fixture_path
+
+ROOT = Path(__file__).resolve().parents[1]
+BRIDGE = str(Path(sys.executable).with_name("mcp-bridge"))
+EVERYTHING = ROOT / "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+FOUR_TOOLS = {"mcp_list_tools", "mcp_call_tool", "mcp_add_server", "mcp_remove_server"}
+
+
+@pytest.fixture
+def dirs() -> Iterator[dict[str, str]]:
+    """Workspace and state dir outside /tmp, which the sandbox replaces with a private tmpfs."""
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="bridge-e2e-"))
+    (base / "ws").mkdir()
+    yield {"MCP_WORKSPACE": str(base / "ws"), "MCP_STATE_DIR": str(base / "state")}
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def bridge_env(dirs: dict[str, str], **extra: str) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), **dirs, **extra}
+
+
+def call_text(result: object) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_stdio_host_sees_exactly_the_four_tools_in_both_eras(dirs: dict[str, str], mode: str) -> None:
+    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs))
+    async with Client(params, mode=mode) as client:
+        tools = await client.list_tools()
+        assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
+    assert {tool.name for tool in tools.tools} == FOUR_TOOLS
+    assert all(tool.output_schema and tool.output_schema["type"] == "object" for tool in tools.tools)
+
+
+async def test_python_server_py_starts_the_bridge_too(dirs: dict[str, str]) -> None:
+    params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "server.py")], env=bridge_env(dirs))
+    async with Client(params) as client:
+        tools = await client.list_tools()
+    assert {tool.name for tool in tools.tools} == FOUR_TOOLS
+
+
+async def test_restricted_mode_offers_only_list_and_call(dirs: dict[str, str]) -> None:
+    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs, MCP_ALLOW_DYNAMIC="false"))
+    async with Client(params) as client:
+        tools = await client.list_tools()
+    assert {tool.name for tool in tools.tools} == {"mcp_list_tools", "mcp_call_tool"}
+
+
+async def test_stdio_host_adds_and_calls_a_sandboxed_stdio_server(dirs: dict[str, str]) -> None:
+    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs))
+    async with Client(params) as client:
+        added = await client.call_tool(
+            "mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo")])}
+        )
+        assert not added.is_error, call_text(added)
+        called = await client.call_tool(
+            "mcp_call_tool", {"server": "echo", "tool_name": "add", "arguments_json": '{"a": 2, "b": 40}'}
+        )
+    assert not called.is_error
+    assert called.structured_content is not None
+    assert called.structured_content["structured_content"] == {"result": 42}
+
+
+async def test_error_results_carry_code_and_structured_fields(dirs: dict[str, str]) -> None:
+    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs))
+    async with Client(params) as client:
+        result = await client.call_tool("mcp_call_tool", {"server": "nope", "tool_name": "x", "arguments_json": "{}"})
+    assert result.is_error
+    assert result.structured_content == {
+        "ok": False,
+        "code": "unknown_server",
+        "retryable": False,
+        "message": result.structured_content["message"],
+        "detail": {"close_matches": []},
+    }
+    assert "[unknown_server]" in call_text(result)
+
+
+async def test_everything_server_from_npm_is_added_and_called_through_the_bridge(dirs: dict[str, str]) -> None:
+    assert EVERYTHING.is_file(), "run scripts/test.sh: it installs tests/node"
+    node = shutil.which("node")
+    assert node is not None
+    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs))
+    async with Client(params) as client:
+        added = await client.call_tool(
+            "mcp_add_server",
+            {"name": "everything", "command": node, "args_json": json.dumps([str(EVERYTHING), "stdio"])},
+        )
+        assert not added.is_error, call_text(added)
+        catalog = await client.call_tool("mcp_list_tools", {"server": "everything"})
+        summed = await client.call_tool(
+            "mcp_call_tool", {"server": "everything", "tool_name": "get-sum", "arguments_json": '{"a": 20, "b": 22}'}
+        )
+    assert "get-sum" in call_text(catalog)
+    assert not summed.is_error
+    assert "42" in call_text(summed)
+
+
+class RawStdioHost:
+    """Speaks newline-delimited JSON-RPC to the bridge by hand, keeping every byte of its stdout."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.lines: list[bytes] = []
+        self._next_id = 0
+
+    def request(self, method: str, params: dict[str, object]) -> dict[str, object]:
+        self._next_id += 1
+        message = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+        self.notify_raw(message)
+        while True:
+            line = self.proc.stdout.readline()  # type: ignore[union-attr]
+            assert line, "the bridge closed stdout before answering"
+            self.lines.append(line)
+            decoded = json.loads(line)
+            if decoded.get("id") == self._next_id:
+                return decoded
+
+    def notify_raw(self, message: dict[str, object]) -> None:
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+
+
+@contextmanager
+def raw_bridge(dirs: dict[str, str]) -> Iterator[RawStdioHost]:
+    proc = subprocess.Popen(
+        [BRIDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=bridge_env(dirs)
+    )
+    try:
+        host = RawStdioHost(proc)
+        host.request(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        )
+        host.notify_raw({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield host
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def test_stdout_carries_only_json_rpc_while_a_child_prints_to_its_stdout(dirs: dict[str, str]) -> None:
+    with raw_bridge(dirs) as host:
+        added = host.request(
+            "tools/call",
+            {"name": "mcp_add_server", "arguments": {"name": "noisy", "command": sys.executable, "args_json": json.dumps([fixture_path("noisy")])}},
+        )
+        assert added["result"]["isError"] is False  # type: ignore[index]
+        shouted = host.request(
+            "tools/call",
+            {"name": "mcp_call_tool", "arguments": {"server": "noisy", "tool_name": "shout", "arguments_json": '{"text": "hi"}'}},
+        )
+        assert shouted["result"]["isError"] is False  # type: ignore[index]
+        host.proc.stdin.close()  # type: ignore[union-attr]
+        host.lines.extend(host.proc.stdout.readlines())  # type: ignore[union-attr]
+        assert host.proc.wait(timeout=30) == 0
+    assert host.lines
+    for line in host.lines:
+        assert json.loads(line)["jsonrpc"] == "2.0", line
+    assert not any(b"not json-rpc" in line for line in host.lines)
+
+
+def test_bridge_exits_when_stdin_closes(dirs: dict[str, str]) -> None:
+    with raw_bridge(dirs) as host:
+        host.proc.stdin.close()  # type: ignore[union-attr]
+        assert host.proc.wait(timeout=30) == 0
+
+
+@contextmanager
+def http_bridge(dirs: dict[str, str], *args: str) -> Iterator[str]:
+    """Start `mcp-bridge --transport http --port 0` and yield the URL it logs once it is listening."""
+    proc = subprocess.Popen(
+        [BRIDGE, "--transport", "http", "--port", "0", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=bridge_env(dirs),
+        text=True,
+    )
+    try:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            match = re.search(r"serving Streamable HTTP at (http://\S+/mcp)", line)
+            if match:
+                break
+        else:
+            raise AssertionError(f"the bridge exited with {proc.wait()} before serving")
+        yield match.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+async def test_http_mode_serves_the_four_tools_at_exactly_mcp(dirs: dict[str, str]) -> None:
+    with http_bridge(dirs) as url:
+        assert url.startswith("http://127.0.0.1:")
+        async with Client(url) as client:
+            tools = await client.list_tools()
+            added = await client.call_tool(
+                "mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo")])}
+            )
+            echoed = await client.call_tool(
+                "mcp_call_tool", {"server": "echo", "tool_name": "echo", "arguments_json": '{"text": "over http"}'}
+            )
+    assert {tool.name for tool in tools.tools} == FOUR_TOOLS
+    assert not added.is_error
+    assert call_text(echoed) == "over http"
+
+
+def test_http_mode_refuses_a_public_bind_without_authentication(dirs: dict[str, str]) -> None:
+    done = subprocess.run(
+        [BRIDGE, "--transport", "http", "--host", "0.0.0.0", "--port", "0"],
+        env=bridge_env(dirs),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "without authentication" in done.stderr
+
+
+def test_an_out_of_bounds_setting_stops_the_bridge_with_a_clear_message(dirs: dict[str, str]) -> None:
+    done = subprocess.run(
+        [BRIDGE], env=bridge_env(dirs, MCP_TIMEOUT="0"), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 2
+    assert "invalid configuration" in done.stderr and "timeout" in done.stderr
+    assert done.stdout == ""
