@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     timeout: float = Field(60.0, gt=0, le=3600, description="Seconds one downstream operation may take.")
     state_dir: Path = Field(PROJECT_ROOT / "work", description="Runtime state: registry, logs.")
     workspace: Path = Field(default_factory=Path.cwd, description="The approved workspace for stdio children.")
+    session_idle_s: float = Field(
+        300.0, ge=0, le=86_400, description="Seconds an idle downstream session stays warm; 0 closes it after each call."
+    )
+    max_sessions: int = Field(16, ge=1, le=256, description="Most live downstream sessions at once.")
     allow_dynamic: bool = Field(True, description="Offer mcp_add_server and mcp_remove_server.")
     allowed_transports: Annotated[frozenset[Transport], NoDecode] = Field(
         frozenset({"http", "stdio"}), description="Kinds of downstream server that may be used."

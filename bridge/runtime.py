@@ -10,7 +10,7 @@ thread, where waiting would deadlock).
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TypeVar
 
@@ -20,9 +20,14 @@ T = TypeVar("T")
 
 
 class Runtime:
-    """Starts the worker loop on first use and keeps it until `close()`."""
+    """Starts the worker loop on first use and keeps it until `close()`.
 
-    def __init__(self) -> None:
+    `services` are long-running tasks started with the loop (the session pool); closing the runtime
+    cancels them, which closes every session and kills every child.
+    """
+
+    def __init__(self, services: Sequence[Callable[..., Awaitable[None]]] = ()) -> None:
+        self._services = tuple(services)
         self._lock = threading.Lock()
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
@@ -32,6 +37,8 @@ class Runtime:
             if self._portal is None:
                 self._portal_cm = start_blocking_portal(name="mcp-bridge-worker")
                 self._portal = self._portal_cm.__enter__()
+                for service in self._services:
+                    self._portal.start_task(service)
             return self._portal
 
     def run(self, func: Callable[[], Awaitable[T]]) -> T:
@@ -41,6 +48,8 @@ class Runtime:
     def close(self) -> None:
         """Stop the worker loop; tasks still running on it are cancelled first."""
         with self._lock:
-            portal_cm, self._portal_cm, self._portal = self._portal_cm, None, None
-        if portal_cm is not None:
+            portal_cm, portal = self._portal_cm, self._portal
+            self._portal_cm, self._portal = None, None
+        if portal_cm is not None and portal is not None:
+            portal.call(portal.stop, True)
             portal_cm.__exit__(None, None, None)

@@ -1,312 +1,274 @@
-"""Open a client session for a ServerSpec; own stdio children and their whole lifetime.
+"""Warm sessions: a pool of live client sessions on the worker loop, one owner task each.
 
-One transport per kind of server (`_http_transport`, `_stdio_transport`), chosen by the spec, behind
-one entry point, `Sessions.open`; the tools never branch on transport. Every failure leaves here as
-a classified `BridgeError`.
+A client session must be opened and closed by the same task (anyio cancel scopes), so each live
+session has an owner task that opens it, waits, and closes it; callers from any task share the
+open `Client` concurrently (the SDK multiplexes requests), so a slow call delays nobody.
 
-The stdio transport spawns the child itself instead of using the SDK's `stdio_client`, because the
-bridge must know what the SDK keeps private: the child's exit code and the last lines of its stderr
-(for `child_exited`), a cap on one stdout message (a flood cannot exhaust memory), and an immediate
-kill of the whole process group when a call is cancelled or times out.
+Rules:
+- idle sessions close after `idle_s` (0: one session per call); at most `max_sessions` live, the
+  least recently used idle one closed first to make room;
+- a session is closed, its children killed, when its registry entry changes or is removed, when a
+  call on it times out or fails at the transport level (a hung or dead child is never reused), and
+  at shutdown; the next call opens a fresh one, so a dead child costs one error;
+- a server's tool list is fetched once per session and refreshed on
+  `notifications/tools/list_changed` or when a call names a tool the cache does not know.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
-import os
-import shutil
-import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
-import httpx2
 import mcp_types as types
-from anyio.abc import Process
+from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client
-from mcp.client._transport import TransportStreams
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
+from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from bridge.models import BridgeError, HttpServerSpec, ServerSpec, StdioServerSpec
-from sandbox import SandboxConfig, SandboxUnavailable, prepare_launch
+from bridge.models import BridgeError, ServerSpec
+from bridge.transports import Connection, SessionSettings
 
 logger = logging.getLogger("mcp_bridge.sessions")
 
 CLIENT_INFO = types.Implementation(name="mcp-bridge", version="0.1.0")
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-STDERR_TAIL_BYTES = 4096
-STDERR_TAIL_LINES = 10
-CLOSE_GRACE_S = 2.0
-TERM_GRACE_S = 1.0
-_POLL_S = 0.01
+T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class SessionSettings:
-    timeout: float
-    sandbox: SandboxConfig
-    workspace: Path
+@dataclass(eq=False)
+class _Live:
+    name: str
+    connection: Connection
+    client: Client | None = None
+    tools: dict[str, types.Tool] | None = None
+    in_use: int = 0
+    last_used: float = 0.0
+    stopping: bool = False
+    kill: bool = False
+    wake: anyio.Event = field(default_factory=anyio.Event)
+    closed: anyio.Event = field(default_factory=anyio.Event)
 
+    @property
+    def spec(self) -> ServerSpec:
+        return self.connection.spec
 
-@dataclass
-class _Child:
-    """One spawned stdio child: its process (group leader), stderr tail and what it did wrong."""
+    def touch(self) -> None:
+        self.last_used = anyio.current_time()
+        self.wake.set()
 
-    process: Process
-    command: str
-    _tail: bytearray = field(default_factory=bytearray)
-    oversized: bool = False
-    non_json_lines: int = 0
-
-    def feed_stderr(self, chunk: bytes) -> None:
-        self._tail += chunk
-        del self._tail[:-STDERR_TAIL_BYTES]
-
-    def stderr_tail(self) -> list[str]:
-        lines = self._tail.decode("utf-8", errors="replace").splitlines()
-        return [line[-300:] for line in lines if line.strip()][-STDERR_TAIL_LINES:]
-
-    def signal_group(self, signum: int) -> None:
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signum)
-
-    async def wait_exit(self, seconds: float) -> bool:
-        """Poll, not `process.wait()`: a grandchild holding the pipes would make that hang."""
-        with anyio.move_on_after(seconds):
-            while self.process.returncode is None:
-                await anyio.sleep(_POLL_S)
-        return self.process.returncode is not None
-
-    async def stop(self, *, graceful: bool) -> None:
-        """Close stdin and give the child a grace period, or not; then kill the whole group."""
-        if graceful:
-            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self.process.stdin.aclose()  # type: ignore[union-attr]
-            if not await self.wait_exit(CLOSE_GRACE_S):
-                self.signal_group(signal.SIGTERM)
-                await self.wait_exit(TERM_GRACE_S)
-        # Always: the leader may be gone while grandchildren it started still run in its group.
-        self.signal_group(signal.SIGKILL)
-        if not await self.wait_exit(CLOSE_GRACE_S):
-            logger.warning("child %d survived SIGKILL", self.process.pid)
-
-
-def _parse_line(line: bytes) -> SessionMessage | None:
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError:
-        return None
-
-
-@asynccontextmanager
-async def _stdio_transport(spec: StdioServerSpec, settings: SessionSettings, holder: list[_Child]) -> AsyncIterator[TransportStreams]:
-    try:
-        launch = prepare_launch(
-            spec.command,
-            list(spec.args),
-            cwd=Path(spec.cwd) if spec.cwd else settings.workspace,
-            server_env=dict(spec.env),
-            network=spec.network,
-            write_paths=spec.write_paths,
-            config=settings.sandbox,
-        )
-    except SandboxUnavailable as exc:
-        raise BridgeError("spawn_failed", f"Cannot start a sandboxed stdio server: {exc}") from None
-    try:
-        process = await anyio.open_process(
-            [launch.command, *launch.args], env=launch.env, cwd=launch.cwd, start_new_session=True
-        )
-    except OSError as exc:
-        raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
-    child = _Child(process=process, command=spec.command)
-    holder.append(child)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def pump_stdout() -> None:
-        assert process.stdout is not None
-        buffer = bytearray()
-        async with read_send:
-            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-                async for chunk in process.stdout:
-                    buffer += chunk
-                    while (end := buffer.find(b"\n")) >= 0:
-                        line = bytes(buffer[:end])
-                        del buffer[: end + 1]
-                        if not line.strip():
-                            continue
-                        message = _parse_line(line)
-                        if message is None:
-                            child.non_json_lines += 1
-                            continue
-                        await read_send.send(message)
-                    if len(buffer) > MAX_MESSAGE_BYTES:
-                        child.oversized = True
-                        return  # closing the stream ends the session: the caller sees the cause
-
-    async def pump_stdin() -> None:
-        assert process.stdin is not None
-        async with write_recv:
-            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                async for message in write_recv:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode("utf-8"))
-
-    async def pump_stderr() -> None:
-        assert process.stderr is not None
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            async for chunk in process.stderr:
-                child.feed_stderr(chunk)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pump_stdout)
-        tg.start_soon(pump_stdin)
-        tg.start_soon(pump_stderr)
-        graceful = False
-        try:
-            yield read_recv, write_send
-            graceful = True
-        finally:
-            with anyio.CancelScope(shield=True):
-                await child.stop(graceful=graceful)
-                for path in launch.cleanup_paths:
-                    shutil.rmtree(path, ignore_errors=True)
-            tg.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def _http_transport(spec: HttpServerSpec, settings: SessionSettings, statuses: list[int]) -> AsyncIterator[TransportStreams]:
-    client = create_mcp_http_client(headers=dict(spec.headers), timeout=httpx2.Timeout(settings.timeout))
-
-    async def record(response: httpx2.Response) -> None:
-        statuses.append(response.status_code)
-
-    client.event_hooks["response"] = [record]
-    async with client, streamable_http_client(spec.url, http_client=client) as streams:
-        yield streams
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _classify(exc: BaseException, spec: ServerSpec, child: _Child | None, statuses: list[int]) -> BridgeError:
-    """Turn whatever the SDK or the OS raised into one `BridgeError` a model can act on."""
-    leaves = _leaves(exc)
-    for leaf in leaves:
-        if isinstance(leaf, BridgeError):
-            return leaf
-    if child is not None:
-        code = child.process.returncode
-        if child.oversized:
-            return BridgeError(
-                "protocol_error", f"The server sent a message over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB; it was stopped."
-            )
-        if code is not None and not any(isinstance(leaf, TimeoutError) for leaf in leaves):
-            tail = child.stderr_tail()
-            last = f" Last stderr: {tail[-1]}" if tail else ""
-            return BridgeError(
-                "child_exited", f"The server process exited with code {code}.{last}", exit_code=code, stderr_tail=tail
-            )
-    for leaf in leaves:
-        if isinstance(leaf, TimeoutError):
-            return BridgeError("timeout", "The server did not answer in time; it was stopped.")
-    bad = [status for status in statuses if status >= 400]
-    if bad:
-        status = bad[-1]
-        if status >= 500:
-            return BridgeError("connect_failed", f"The server answered HTTP {status}.", status=status)
-        return BridgeError("http_error", f"The server answered HTTP {status}{_http_hint(status)}.", status=status)
-    for leaf in leaves:
-        if isinstance(leaf, httpx2.TransportError):
-            return BridgeError("connect_failed", f"Cannot connect to the server: {type(leaf).__name__}: {leaf}")
-    for leaf in leaves:
-        if isinstance(leaf, MCPError):
-            if child is not None and child.non_json_lines:
-                return BridgeError(
-                    "protocol_error", f"The server does not speak MCP over stdout ({leaf.message}).", non_json_lines=child.non_json_lines
-                )
-            return BridgeError("protocol_error", f"MCP error from the server: {leaf.message}", mcp_code=leaf.code)
-    first = leaves[0]
-    return BridgeError("protocol_error", f"The session failed: {type(first).__name__}: {first}")
-
-
-def _http_hint(status: int) -> str:
-    return {
-        401: " (unauthorized: check the headers, e.g. Authorization)",
-        403: " (forbidden: the credentials lack access)",
-        404: " (not found: check the URL path, often /mcp)",
-    }.get(status, "")
+    def request_stop(self, *, kill: bool) -> None:
+        self.stopping = True
+        self.kill = self.kill or kill
+        self.wake.set()
 
 
 class Sessions:
-    """Opens one session per operation: spawn or dial, negotiate the era, act, close."""
+    """The pool. `serve()` must run on the worker loop for as long as sessions may be used."""
 
     def __init__(self, settings: SessionSettings) -> None:
         self.settings = settings
+        self._live: dict[str, _Live] = {}
+        self._tg: TaskGroup | None = None
+        self._opening: dict[str, anyio.Lock] = {}
+        self._freed = anyio.Event()
 
-    @asynccontextmanager
-    async def open(self, spec: ServerSpec) -> AsyncIterator[Client]:
-        holder: list[_Child] = []
-        statuses: list[int] = []
-        transport = (
-            _stdio_transport(spec, self.settings, holder)
-            if isinstance(spec, StdioServerSpec)
-            else _http_transport(spec, self.settings, statuses)
-        )
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Hold the task group that owner tasks live in; cancelling it closes every session."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            await anyio.sleep_forever()
+
+    # -- owner side ---------------------------------------------------------------------------
+
+    async def _own(self, live: _Live, *, task_status: TaskStatus[None]) -> None:
+        """Open the session, hand it over, keep it until told to stop or idle too long, close it.
+
+        Before `started()`, failures propagate to the caller of `start()`; after it, they only end
+        the session (the callers using it see their own errors).
+        """
+        started = False
+        opening = anyio.CancelScope(deadline=anyio.current_time() + self.settings.timeout)
         try:
-            with anyio.fail_after(self.settings.timeout):
+            with opening:
                 async with Client(
-                    transport, mode="auto", client_info=CLIENT_INFO, read_timeout_seconds=self.settings.timeout, cache=None
+                    live.connection.transport(),
+                    mode="auto",
+                    client_info=CLIENT_INFO,
+                    read_timeout_seconds=self.settings.timeout,
+                    cache=None,
+                    message_handler=self._message_handler(live),
                 ) as client:
-                    yield client
+                    live.client = client
+                    live.touch()
+                    opening.deadline = math.inf
+                    started = True
+                    task_status.started()
+                    await self._hold(live)
+                    live.stopping = True  # from here on, callers open a new session instead
+                    live.connection.kill = live.kill
+            if opening.cancelled_caught and not started:
+                raise BridgeError(
+                    "timeout", f"The server did not start and answer within {self.settings.timeout:g} s; it was stopped."
+                )
         except anyio.get_cancelled_exc_class():
             raise
-        except BaseException as exc:  # noqa: BLE001 - classified, never swallowed
-            if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+        except Exception as exc:
+            error = live.connection.classify(exc)
+            if not started:
+                raise error from exc
+            logger.info("session %s ended: %s", live.name, error.message)
+        finally:
+            live.closed.set()
+            if self._live.get(live.name) is live:
+                del self._live[live.name]
+            self._freed.set()
+
+    async def _hold(self, live: _Live) -> None:
+        """Wait until asked to stop, or until the session has been idle for `idle_s`."""
+        while not live.stopping:
+            live.wake = anyio.Event()
+            if live.in_use:
+                await live.wake.wait()
+                continue
+            remaining = live.last_used + self.settings.idle_s - anyio.current_time()
+            if remaining <= 0:
+                return
+            with anyio.move_on_after(remaining):
+                await live.wake.wait()
+
+    def _message_handler(self, live: _Live) -> Callable[[IncomingMessage], Awaitable[None]]:
+        async def handle(message: IncomingMessage) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                live.tools = None
+
+        return handle
+
+    # -- caller side --------------------------------------------------------------------------
+
+    async def _acquire(self, name: str, spec: ServerSpec) -> _Live:
+        lock = self._opening.setdefault(name, anyio.Lock())
+        async with lock:
+            live = self._live.get(name)
+            if live is not None and (live.stopping or live.spec != spec):
+                await self._close(live, kill=False)
+                live = None
+            if live is None:
+                await self._make_room()
+                live = _Live(name=name, connection=Connection(spec, self.settings))
+                assert self._tg is not None, "Sessions.serve() is not running"
+                self._live[name] = live
+                try:
+                    await self._tg.start(self._own, live)
+                except BaseException:
+                    self._live.pop(name, None)
+                    raise
+            live.in_use += 1
+            live.touch()
+            return live
+
+    def _release(self, live: _Live) -> None:
+        live.in_use -= 1
+        live.touch()
+
+    async def _make_room(self) -> None:
+        while len(self._live) >= self.settings.max_sessions:
+            idle = [live for live in self._live.values() if not live.in_use]
+            if idle:
+                await self._close(min(idle, key=lambda live: live.last_used), kill=False)
+                continue
+            self._freed = anyio.Event()
+            await self._freed.wait()
+
+    async def _close(self, live: _Live, *, kill: bool) -> None:
+        if self._live.get(live.name) is live:
+            del self._live[live.name]
+        live.request_stop(kill=kill)
+        await live.closed.wait()
+
+    async def evict(self, name: str) -> None:
+        """Close a server's session now (its entry changed or was removed)."""
+        live = self._live.get(name)
+        if live is not None:
+            await self._close(live, kill=False)
+
+    async def _use(self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]]) -> T:
+        """Run `op` on the server's live session within the timeout; a transport failure retires the session."""
+        live: _Live | None = None
+        try:
+            with anyio.fail_after(self.settings.timeout):
+                live = await self._acquire(name, spec)
+                try:
+                    assert live.client is not None
+                    return await op(live, live.client)
+                finally:
+                    self._release(live)
+        except BridgeError:
+            raise
+        except Exception as exc:
+            if live is None:
+                if isinstance(exc, TimeoutError):
+                    raise BridgeError(
+                        "timeout", f"The server did not start and answer within {self.settings.timeout:g} s; it was stopped."
+                    ) from exc
                 raise
-            raise _classify(exc, spec, holder[0] if holder else None, statuses) from exc
+            if isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                raise live.connection.classify(exc) from exc  # the server answered: the session is sound
+            with anyio.CancelScope(shield=True):
+                await self._close(live, kill=True)
+            raise live.connection.classify(exc) from exc
 
-    async def list_tools(self, spec: ServerSpec) -> list[types.Tool]:
-        async with self.open(spec) as client:
-            return await _all_tools(client)
+    async def _tools(self, live: _Live, client: Client, *, refresh: bool = False) -> dict[str, types.Tool]:
+        if live.tools is None or refresh:
+            tools: list[types.Tool] = []
+            cursor: str | None = None
+            while True:
+                page = await client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            live.tools = {tool.name: tool for tool in tools}
+        return live.tools
 
-    async def call_tool(self, spec: ServerSpec, name: str, arguments: dict[str, Any]) -> tuple[types.Tool, types.CallToolResult]:
-        """List first: an unknown name gets close matches, a task-only tool a clear refusal."""
-        async with self.open(spec) as client:
-            tools = {tool.name: tool for tool in await _all_tools(client)}
-            tool = tools.get(name)
+    async def list_tools(self, name: str, spec: ServerSpec) -> list[types.Tool]:
+        async def op(live: _Live, client: Client) -> list[types.Tool]:
+            return list((await self._tools(live, client)).values())
+
+        return await self._use(name, spec, op)
+
+    async def call_tool(
+        self, name: str, spec: ServerSpec, tool_name: str, arguments: dict[str, Any]
+    ) -> tuple[types.Tool, types.CallToolResult]:
+        """Check the cached catalog first: an unknown name gets close matches, a task-only tool a clear refusal."""
+
+        async def op(live: _Live, client: Client) -> tuple[types.Tool, types.CallToolResult]:
+            tools = await self._tools(live, client)
+            if tool_name not in tools:
+                tools = await self._tools(live, client, refresh=True)
+            tool = tools.get(tool_name)
             if tool is None:
-                raise unknown_tool(name, list(tools))
+                raise unknown_tool(tool_name, list(tools))
             if tool.execution is not None and tool.execution.task_support == "required":
                 raise BridgeError(
                     "protocol_error",
-                    f"Tool {name!r} can only run as a task (execution.taskSupport=required), which the bridge does not support.",
+                    f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), which the bridge does not support.",
                 )
-            return tool, await client.call_tool(name, arguments)
+            return tool, await client.call_tool(tool_name, arguments)
+
+        return await self._use(name, spec, op)
+
+    @property
+    def live_count(self) -> int:
+        return len(self._live)
 
 
 def unknown_tool(name: str, names: list[str]) -> BridgeError:
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else " Call mcp_list_tools to see the tools."
     return BridgeError("unknown_tool", f"The server offers no tool named {name!r}.{hint}", close_matches=close)
-
-
-async def _all_tools(client: Client) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    while True:
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools

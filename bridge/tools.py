@@ -28,7 +28,8 @@ from bridge.models import (
 )
 from bridge.registry import Registry, parse_config_servers
 from bridge.runtime import Runtime
-from bridge.sessions import SessionSettings, Sessions, unknown_tool
+from bridge.sessions import Sessions, unknown_tool
+from bridge.transports import SessionSettings
 from config import Settings
 from sandbox import SandboxConfig
 
@@ -73,8 +74,16 @@ class Bridge:
             child_env_prefixes=settings.child_env_prefixes,
             secret_paths=(settings.legacy_registry_path,),
         )
-        self.sessions = Sessions(SessionSettings(timeout=settings.timeout, sandbox=sandbox, workspace=settings.workspace))
-        self.runtime = Runtime()
+        self.sessions = Sessions(
+            SessionSettings(
+                timeout=settings.timeout,
+                sandbox=sandbox,
+                workspace=settings.workspace,
+                idle_s=settings.session_idle_s,
+                max_sessions=settings.max_sessions,
+            )
+        )
+        self.runtime = Runtime(services=[self.sessions.serve])
 
     def close(self) -> None:
         self.runtime.close()
@@ -117,7 +126,7 @@ class Bridge:
                 return Reply(text=text, data=data)
             name, spec = self._resolve(server)
             wanted = validation.tool_name(tool_name) if tool_name else None
-            tools = self._run(lambda: self.sessions.list_tools(spec))
+            tools = self._run(lambda: self.sessions.list_tools(name, spec))
             if wanted is None:
                 catalog, text = output.catalog(name, tools, self.settings.max_chars)
                 return Reply(text=text, data=catalog)
@@ -134,7 +143,7 @@ class Bridge:
             name, spec = self._resolve(server)
             tool = validation.tool_name(tool_name)
             arguments = validation.arguments(arguments_json)
-            _, result = self._run(lambda: self.sessions.call_tool(spec, tool, arguments))
+            _, result = self._run(lambda: self.sessions.call_tool(name, spec, tool, arguments))
             data, text = output.call_result(name, tool, result, self.settings.max_chars)
             if result.is_error:
                 raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
@@ -165,6 +174,7 @@ class Bridge:
             if spec.transport not in self.settings.allowed_transports:
                 raise BridgeError("forbidden", f"{spec.transport} servers are disabled here (MCP_ALLOWED_TRANSPORTS).")
             replaced = self.registry.add(checked, spec)
+            self._run(lambda: self.sessions.evict(checked))
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
@@ -178,6 +188,7 @@ class Bridge:
             self._require_dynamic()
             checked = validation.server_name(name)
             restored = self.registry.remove(checked)
+            self._run(lambda: self.sessions.evict(checked))
             text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")
             return Reply(text=text, data=RemoveResult(name=checked, restored_config_entry=restored))
 
