@@ -9,6 +9,7 @@ thread, where waiting would deadlock).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
@@ -31,19 +32,28 @@ class Runtime:
         self._lock = threading.Lock()
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
+        self._loop_thread: int | None = None
 
     def _get_portal(self) -> BlockingPortal:
         with self._lock:
             if self._portal is None:
                 self._portal_cm = start_blocking_portal(name="mcp-bridge-worker")
                 self._portal = self._portal_cm.__enter__()
+                self._loop_thread = self._portal.call(threading.get_ident)
                 for service in self._services:
                     self._portal.start_task(service)
             return self._portal
 
     def run(self, func: Callable[[], Awaitable[T]]) -> T:
-        """Run `func()` on the worker loop and wait for its result (exceptions propagate)."""
+        """Run `func()` on the worker loop and block until its result (exceptions propagate)."""
         return self._get_portal().call(func)
+
+    async def run_async(self, func: Callable[[], Awaitable[T]]) -> T:
+        """Await `func()` run on the worker loop, from any event loop, without blocking that loop."""
+        portal = self._get_portal()
+        if threading.get_ident() == self._loop_thread:
+            return await func()
+        return await asyncio.wrap_future(portal.start_task_soon(func))
 
     def close(self) -> None:
         """Stop the worker loop; tasks still running on it are cancelled first."""

@@ -1,7 +1,8 @@
 """The four tools as plain sync methods: validate -> resolve -> run -> render.
 
-`Bridge` is usable from anywhere: a FastMCP server (see `server.py`), a sync agent loop, a test or
-a CLI. Every method returns a `Reply` and never raises for a failure the model could cause or
+`Bridge` is usable from anywhere: each tool has an async face (`*_async`, awaitable from any event
+loop; `server.py` uses these) and a sync face (for agent loops, tests, a CLI). Downstream work always
+runs on the worker loop (`bridge.runtime`). Every method returns a `Reply` and never raises for a failure the model could cause or
 meet downstream: those come back as `ErrorResult`s with a code.
 """
 
@@ -10,8 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
-
+import anyio.to_thread
 from pydantic import BaseModel
 
 from bridge import output, validation
@@ -32,9 +32,6 @@ from bridge.sessions import Sessions, unknown_tool
 from bridge.transports import SessionSettings
 from config import Settings
 from sandbox import SandboxConfig
-
-T = TypeVar("T")
-
 
 @dataclass(frozen=True)
 class Reply:
@@ -88,68 +85,13 @@ class Bridge:
     def close(self) -> None:
         self.runtime.close()
 
-    # -- plumbing ---------------------------------------------------------------------------
-
-    def _reply(self, build: Callable[[], Reply]) -> Reply:
-        try:
-            return build()
-        except BridgeError as exc:
-            data = exc.to_result()
-            text, _ = output.cut(output.error(data), self.settings.max_chars)
-            return Reply(text=text, data=data)
-
-    def _run(self, func: Callable[[], Awaitable[T]]) -> T:
-        return self.runtime.run(func)
-
-    def _resolve(self, server: object) -> tuple[str, ServerSpec]:
-        name = validation.server_name(server, "server")
-        spec = self.registry.get(name)
-        if spec.transport not in self.settings.allowed_transports:
-            raise BridgeError(
-                "forbidden", f"{spec.transport} servers are disabled here (MCP_ALLOWED_TRANSPORTS).", transport=spec.transport
-            )
-        return name, spec
-
-    # -- the four tools ---------------------------------------------------------------------
+    # -- sync faces: the same tools for sync callers (agent loops, tests, the CLI) ----------------
 
     def list_tools(self, server: str | None = None, tool_name: str | None = None) -> Reply:
-        """No server: the registered servers. A server: its catalog. And a tool: that tool's schema."""
-
-        def build() -> Reply:
-            if not server:
-                if tool_name:
-                    raise BridgeError("invalid_argument", "tool_name needs a server")
-                data = ServerList(
-                    servers=[_info(name, spec, origin) for name, (spec, origin) in self.registry.merged().items()]
-                )
-                text, _ = output.cut(output.servers(data), self.settings.max_chars)
-                return Reply(text=text, data=data)
-            name, spec = self._resolve(server)
-            wanted = validation.tool_name(tool_name) if tool_name else None
-            tools = self._run(lambda: self.sessions.list_tools(name, spec))
-            if wanted is None:
-                catalog, text = output.catalog(name, tools, self.settings.max_chars)
-                return Reply(text=text, data=catalog)
-            found = next((tool for tool in tools if tool.name == wanted), None)
-            if found is None:
-                raise unknown_tool(wanted, [tool.name for tool in tools])
-            schema, text = output.schema(name, found, self.settings.max_chars)
-            return Reply(text=text, data=schema)
-
-        return self._reply(build)
+        return self.runtime.run(lambda: self.list_tools_async(server, tool_name))
 
     def call_tool(self, server: str, tool_name: str, arguments_json: str = "{}") -> Reply:
-        def build() -> Reply:
-            name, spec = self._resolve(server)
-            tool = validation.tool_name(tool_name)
-            arguments = validation.arguments(arguments_json)
-            _, result = self._run(lambda: self.sessions.call_tool(name, spec, tool, arguments))
-            data, text = output.call_result(name, tool, result, self.settings.max_chars)
-            if result.is_error:
-                raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
-            return Reply(text=text, data=data)
-
-        return self._reply(build)
+        return self.runtime.run(lambda: self.call_tool_async(server, tool_name, arguments_json))
 
     def add_server(
         self,
@@ -160,7 +102,85 @@ class Bridge:
         args_json: str | None = None,
         cwd: str | None = None,
     ) -> Reply:
-        def build() -> Reply:
+        return self.runtime.run(lambda: self.add_server_async(name, url, headers_json, command, args_json, cwd))
+
+    def remove_server(self, name: str) -> Reply:
+        return self.runtime.run(lambda: self.remove_server_async(name))
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _reply(self, build: Callable[[], Awaitable[Reply]]) -> Reply:
+        try:
+            return await build()
+        except BridgeError as exc:
+            data = exc.to_result()
+            text, _ = output.cut(output.error(data), self.settings.max_chars)
+            return Reply(text=text, data=data)
+
+    def _resolve(self, server: object) -> tuple[str, ServerSpec]:
+        name = validation.server_name(server, "server")
+        spec = self.registry.get(name)
+        if spec.transport not in self.settings.allowed_transports:
+            raise BridgeError(
+                "forbidden", f"{spec.transport} servers are disabled here (MCP_ALLOWED_TRANSPORTS).", transport=spec.transport
+            )
+        return name, spec
+
+    def _require_dynamic(self) -> None:
+        if not self.settings.allow_dynamic:
+            raise BridgeError("forbidden", "Adding and removing servers is disabled here (MCP_ALLOW_DYNAMIC=false).")
+
+    # -- the four tools (async: awaitable from any event loop) ------------------------------
+
+    async def list_tools_async(self, server: str | None = None, tool_name: str | None = None) -> Reply:
+        """No server: the registered servers. A server: its catalog. And a tool: that tool's schema."""
+
+        async def build() -> Reply:
+            if not server:
+                if tool_name:
+                    raise BridgeError("invalid_argument", "tool_name needs a server")
+                data = ServerList(
+                    servers=[_info(name, spec, origin) for name, (spec, origin) in self.registry.merged().items()]
+                )
+                text, _ = output.cut(output.servers(data), self.settings.max_chars)
+                return Reply(text=text, data=data)
+            name, spec = self._resolve(server)
+            wanted = validation.tool_name(tool_name) if tool_name else None
+            tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec))
+            if wanted is None:
+                catalog, text = output.catalog(name, tools, self.settings.max_chars)
+                return Reply(text=text, data=catalog)
+            found = next((tool for tool in tools if tool.name == wanted), None)
+            if found is None:
+                raise unknown_tool(wanted, [tool.name for tool in tools])
+            schema, text = output.schema(name, found, self.settings.max_chars)
+            return Reply(text=text, data=schema)
+
+        return await self._reply(build)
+
+    async def call_tool_async(self, server: str, tool_name: str, arguments_json: str = "{}") -> Reply:
+        async def build() -> Reply:
+            name, spec = self._resolve(server)
+            tool = validation.tool_name(tool_name)
+            arguments = validation.arguments(arguments_json)
+            _, result = await self.runtime.run_async(lambda: self.sessions.call_tool(name, spec, tool, arguments))
+            data, text = output.call_result(name, tool, result, self.settings.max_chars)
+            if result.is_error:
+                raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
+            return Reply(text=text, data=data)
+
+        return await self._reply(build)
+
+    async def add_server_async(
+        self,
+        name: str,
+        url: str | None = None,
+        headers_json: str | None = None,
+        command: str | None = None,
+        args_json: str | None = None,
+        cwd: str | None = None,
+    ) -> Reply:
+        async def build() -> Reply:
             self._require_dynamic()
             checked = validation.server_name(name)
             spec = validation.server_spec(
@@ -173,27 +193,24 @@ class Bridge:
             )
             if spec.transport not in self.settings.allowed_transports:
                 raise BridgeError("forbidden", f"{spec.transport} servers are disabled here (MCP_ALLOWED_TRANSPORTS).")
-            replaced = self.registry.add(checked, spec)
-            self._run(lambda: self.sessions.evict(checked))
+            # The lock may be held by another bridge process: wait for it off the event loop.
+            replaced = await anyio.to_thread.run_sync(self.registry.add, checked, spec)
+            await self.runtime.run_async(lambda: self.sessions.evict(checked))
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
             text = f"{verb} {checked} ({spec.transport}). Call mcp_list_tools(server={checked!r}) to see its tools."
             return Reply(text=text, data=data)
 
-        return self._reply(build)
+        return await self._reply(build)
 
-    def remove_server(self, name: str) -> Reply:
-        def build() -> Reply:
+    async def remove_server_async(self, name: str) -> Reply:
+        async def build() -> Reply:
             self._require_dynamic()
             checked = validation.server_name(name)
-            restored = self.registry.remove(checked)
-            self._run(lambda: self.sessions.evict(checked))
+            restored = await anyio.to_thread.run_sync(self.registry.remove, checked)
+            await self.runtime.run_async(lambda: self.sessions.evict(checked))
             text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")
             return Reply(text=text, data=RemoveResult(name=checked, restored_config_entry=restored))
 
-        return self._reply(build)
-
-    def _require_dynamic(self) -> None:
-        if not self.settings.allow_dynamic:
-            raise BridgeError("forbidden", "Adding and removing servers is disabled here (MCP_ALLOW_DYNAMIC=false).")
+        return await self._reply(build)
