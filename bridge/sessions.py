@@ -160,7 +160,8 @@ class Sessions:
                 live = None
             if live is None:
                 await self._make_room()
-                live = _Live(name=name, connection=Connection(spec, self.settings))
+                # Born in use: the owner must not see an idle session before its first caller.
+                live = _Live(name=name, connection=Connection(spec, self.settings), in_use=1)
                 assert self._tg is not None, "Sessions.serve() is not running"
                 self._live[name] = live
                 try:
@@ -168,7 +169,8 @@ class Sessions:
                 except BaseException:
                     self._live.pop(name, None)
                     raise
-            live.in_use += 1
+            else:
+                live.in_use += 1
             live.touch()
             return live
 

@@ -94,6 +94,8 @@ class _Child:
         self.signal_group(signal.SIGKILL)
         if not await self.wait_exit(CLOSE_GRACE_S):
             logger.warning("child %d survived SIGKILL", self.process.pid)
+        with anyio.move_on_after(CLOSE_GRACE_S):
+            await self.process.aclose()  # release the pipes and the loop's subprocess transport
 
 
 def _parse_line(line: bytes) -> SessionMessage | None:
