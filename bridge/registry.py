@@ -4,8 +4,11 @@
 - The dynamic file (`<state>/tool_mcp/servers.json`) is written by `mcp_add_server` and
   `mcp_remove_server`; a dynamic entry shadows a config entry of the same name.
 - Reads are forgiving: a missing or corrupt file means "no dynamic servers" plus a warning, so
-  listing never takes the bridge down. When the canonical file is missing, the legacy file
-  (`<workspace>/tool_mcp/servers.json`) is read; the next write goes to the canonical file only.
+  listing never takes the bridge down. When the canonical file is missing, the entries of the
+  legacy file (`<workspace>/tool_mcp/servers.json`, read once at start) stand in; the next write
+  goes to the canonical file only.
+- Only `config.MCP_SERVERS` may widen a child's sandbox: a file entry carrying `env`, `network` or
+  `write_paths` makes the file unreadable (a file can be planted; source code cannot).
 - Writes are strict: exclusive lock, re-read under it, refuse a file we cannot parse (never
   overwrite what we cannot read), random 0600 temp file in the same directory, fsync,
   `os.replace`, directory fsync. A crash at any point leaves the old file or the new one.
@@ -27,7 +30,7 @@ from typing import Any, Iterator
 import portalocker
 from pydantic import TypeAdapter, ValidationError
 
-from bridge.models import BridgeError, Origin, ServerSpec
+from bridge.models import BridgeError, Origin, ServerSpec, StdioServerSpec
 from bridge.validation import NAME_PATTERN
 
 logger = logging.getLogger("mcp_bridge.registry")
@@ -71,9 +74,13 @@ def _parse_file(path: Path) -> dict[str, ServerSpec] | None:
     entries: dict[str, ServerSpec] = {}
     for name, raw in data["servers"].items():
         try:
-            entries[name] = _SPEC.validate_python(raw)
+            spec = _SPEC.validate_python(raw)
         except ValidationError as exc:
             raise _Unreadable(f"{path}: entry {name!r} is invalid: {exc.errors()[0]['msg']}") from None
+        if isinstance(spec, StdioServerSpec) and (spec.env or spec.network or spec.write_paths):
+            # Only config.MCP_SERVERS may widen a child's sandbox; a file can be planted.
+            raise _Unreadable(f"{path}: entry {name!r} carries developer-only fields (env, network, write_paths)")
+        entries[name] = spec
     return entries
 
 
@@ -93,15 +100,22 @@ class Registry:
         self.config_servers = dict(config_servers)
         # A test hook: runs after the temp file is fsynced and before it replaces the registry.
         self._before_replace = before_replace
+        # The legacy file lies inside the workspace, where sandboxed children may write: it is read
+        # once, now, before any child runs, so a file planted later is never taken for a registry.
+        try:
+            self._legacy: dict[str, ServerSpec] | _Unreadable = _parse_file(legacy_path) or {}
+        except _Unreadable as exc:
+            self._legacy = exc
 
     # -- reads -----------------------------------------------------------------------------
 
     def _read_dynamic_strict(self) -> dict[str, ServerSpec]:
-        for candidate in (self.path, self.legacy_path):
-            entries = _parse_file(candidate)
-            if entries is not None:
-                return entries
-        return {}
+        entries = _parse_file(self.path)
+        if entries is not None:
+            return entries
+        if isinstance(self._legacy, _Unreadable):
+            raise self._legacy
+        return dict(self._legacy)
 
     def dynamic(self) -> dict[str, ServerSpec]:
         """The dynamic layer, forgiving: unreadable means empty, with a warning."""

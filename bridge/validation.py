@@ -65,10 +65,14 @@ def arguments(text: object) -> dict[str, Any]:
 def url(value: object) -> str:
     if not isinstance(value, str) or not value or len(value) > _MAX_URL:
         raise _invalid(f"url must be a non-empty string of at most {_MAX_URL} characters")
-    if any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in value):
+    if any(ord(ch) < 0x21 or 0x7F <= ord(ch) <= 0x9F for ch in value):
         raise _invalid("url must not contain spaces or control characters")
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(value)
+        hostname = parts.hostname
+    except ValueError as exc:
+        raise _invalid(f"url is malformed: {exc}") from None
+    if parts.scheme not in ("http", "https") or not hostname:
         raise _invalid("url must be an http:// or https:// URL with a host")
     return value
 
@@ -96,7 +100,11 @@ def command(value: object) -> str:
     if not os.path.isabs(value):
         raise _invalid("command must be an absolute path (no PATH lookup, no shell)", command=value[:256])
     path = Path(value)
-    if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError as exc:  # e.g. a component over NAME_MAX
+        raise _invalid(f"command is not a usable path: {exc.strerror}", command=value[:256]) from None
+    if not is_file:
         raise _invalid("command does not exist or is not a file", command=value[:256])
     if not os.access(path, os.X_OK):
         raise _invalid("command is not executable", command=value[:256])
@@ -120,13 +128,19 @@ def cwd(value: object, workspace: Path) -> str:
         return str(workspace)
     if not isinstance(value, str) or "\x00" in value or len(value) > 4096:
         raise _invalid("cwd must be a path string")
-    resolved = Path(value).expanduser()
-    if not resolved.is_absolute():
-        resolved = workspace / resolved
-    resolved = resolved.resolve()
+    try:
+        resolved = Path(value).expanduser()
+        if not resolved.is_absolute():
+            resolved = workspace / resolved
+        resolved = resolved.resolve()
+        is_dir = resolved.is_dir()
+    except RuntimeError as exc:  # "~someone" for an unknown user
+        raise _invalid(f"cwd cannot be expanded: {exc}") from None
+    except OSError as exc:  # e.g. a component over NAME_MAX, a symlink loop
+        raise _invalid(f"cwd is not a usable path: {exc.strerror}") from None
     if not resolved.is_relative_to(workspace):
         raise _invalid(f"cwd must lie inside the workspace {workspace}", cwd=str(resolved))
-    if not resolved.is_dir():
+    if not is_dir:
         raise _invalid("cwd is not an existing directory", cwd=str(resolved))
     return str(resolved)
 
