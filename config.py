@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from typing_extensions import Annotated
 
@@ -50,8 +50,20 @@ class Settings(BaseSettings):
     child_env_prefixes: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="Bridge env vars with these name prefixes are passed to stdio children."
     )
+    tool_shape: Literal["auto", "chatgpt", "standard"] = Field(
+        "auto", description="tools/list shape: per client (auto), always ChatGPT's, or always strict 2020-12."
+    )
+    auth_token: SecretStr | None = Field(
+        None, description="HTTP mode: the bearer token every request must carry; enables a non-loopback bind."
+    )
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="HTTP mode: Host names accepted besides loopback (a tunnel's), fnmatch patterns allowed."
+    )
+    allowed_origins: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="HTTP mode: browser Origins accepted besides same-origin and loopback."
+    )
 
-    @field_validator("allowed_transports", "child_env_prefixes", mode="before")
+    @field_validator("allowed_transports", "child_env_prefixes", "allowed_hosts", "allowed_origins", mode="before")
     @classmethod
     def _split_commas(cls, value: object) -> object:
         """Env vars hold comma-separated lists: `MCP_ALLOWED_TRANSPORTS=http,stdio`."""
@@ -64,6 +76,14 @@ class Settings(BaseSettings):
     def _not_empty(cls, value: frozenset[str]) -> frozenset[str]:
         if not value:
             raise ValueError("at least one transport must be allowed (http, stdio)")
+        return value
+
+    @field_validator("auth_token")
+    @classmethod
+    def _strong_token(cls, value: SecretStr | None) -> SecretStr | None:
+        """A short token can be guessed over a tunnel; this message must never quote it."""
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("must be at least 16 characters (e.g. `openssl rand -hex 32`)")
         return value
 
     @field_validator("state_dir", "workspace")

@@ -1,26 +1,37 @@
 """The FastMCP app: registers the four tools and serves them over stdio or Streamable HTTP.
 
-This is the only module that knows FastMCP's server side; the tools themselves are the plain
-methods of `bridge.tools.Bridge`. In stdio mode stdout is the protocol: logs go to stderr.
+This is the only module that knows FastMCP's server side (with `shapes`, which shapes `tools/list`
+per client, and `stdio_eras`, which serves stdio); the tools themselves are the plain methods of
+`bridge.tools.Bridge`. In stdio mode stdout is the protocol: logs go to stderr.
+
+HTTP mode is meant to sit behind a tunnel, where anyone can reach it: Host and Origin are checked on
+every request (DNS rebinding), a bearer token (`MCP_AUTH_TOKEN`) or an OAuth provider passed to
+`main(auth=...)` guards it, and without either it binds to loopback only.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import hmac
 import ipaddress
 import logging
 import socket
 import sys
 from typing import Annotated, Any, Union
 
+import anyio
 import uvicorn.config
 from fastmcp import FastMCP
+from fastmcp.server.auth import AuthProvider
+from fastmcp.server.auth.providers.debug import DebugTokenVerifier
 from fastmcp.tools import ToolResult
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 import config
+import shapes
+import stdio_eras
 from bridge.models import AddResult, CallResult, ErrorResult, RemoveResult, ServerList, ToolCatalog, ToolSchema
 from bridge.tools import Bridge, Reply
 
@@ -49,8 +60,14 @@ def _result(reply: Reply) -> ToolResult:
 ServerName = Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")]
 
 
-def build_app(bridge: Bridge) -> FastMCP:
-    app = FastMCP("mcp-bridge", instructions=INSTRUCTIONS)
+def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
+    """The bridge's FastMCP app; `auth` guards HTTP mode (stdio trusts the process that spawned it)."""
+    app = FastMCP(
+        "mcp-bridge",
+        instructions=INSTRUCTIONS,
+        middleware=[shapes.ToolShapeMiddleware(bridge.settings.tool_shape)],
+        auth=auth,
+    )
 
     @app.tool(
         name="mcp_list_tools",
@@ -136,41 +153,78 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def main(argv: list[str] | None = None) -> int:
+def _describe(exc: ValidationError) -> str:
+    """Name each bad setting and what is wrong, never the value given: it may be a secret."""
+    messages = []
+    for error in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(part) for part in error["loc"])
+        messages.append(f"{field} (MCP_{field.upper()}): {error['msg']}")
+    return "; ".join(messages)
+
+
+def _bearer_token_auth(token: str) -> AuthProvider:
+    """FastMCP's verifier with a constant-time comparison (its StaticTokenVerifier looks tokens up in a dict)."""
+    expected = token.encode()
+    return DebugTokenVerifier(validate=lambda offered: hmac.compare_digest(offered.encode(), expected), client_id="host")
+
+
+def main(argv: list[str] | None = None, *, auth: AuthProvider | None = None) -> int:
+    """Run the bridge. `auth` is for launchers that bring a FastMCP OAuth provider (see README)."""
     args = _parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         settings = config.Settings()
-        bridge = Bridge(settings, config.MCP_SERVERS)
-    except (ValidationError, ValueError) as exc:
-        print(f"mcp-bridge: invalid configuration: {exc}", file=sys.stderr)
+    except ValidationError as exc:
+        print(f"mcp-bridge: invalid configuration: {_describe(exc)}", file=sys.stderr)
         return 2
-    if args.transport == "http" and not _is_loopback(args.host):
+    if settings.auth_token is not None:
+        if auth is not None:
+            print("mcp-bridge: MCP_AUTH_TOKEN and an auth provider are both set; choose one.", file=sys.stderr)
+            return 2
+        auth = _bearer_token_auth(settings.auth_token.get_secret_value())
+    if args.transport == "http" and not _is_loopback(args.host) and auth is None:
         print(
-            f"mcp-bridge: refusing to serve on {args.host} without authentication; bind to 127.0.0.1 and use a tunnel.",
+            f"mcp-bridge: refusing to serve on {args.host} without authentication; set MCP_AUTH_TOKEN "
+            "(or bind to 127.0.0.1 and use a tunnel).",
             file=sys.stderr,
         )
         return 2
-    app = build_app(bridge)
+    try:
+        bridge = Bridge(settings, config.MCP_SERVERS)
+    except ValueError as exc:
+        print(f"mcp-bridge: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    app = build_app(bridge, auth)
     try:
         if args.transport == "http":
-            _serve_http(app, args.host, args.port)
+            _serve_http(app, args.host, args.port, settings)
         else:
-            app.run(show_banner=False)
+            anyio.run(stdio_eras.serve_stdio, app)
     finally:
         bridge.close()
     return 0
 
 
-def _serve_http(app: FastMCP, host: str, port: int) -> None:
-    """Bind first, so `--port 0` works and the log line names the real port; uvicorn logs go to stderr."""
+def _serve_http(app: FastMCP, host: str, port: int, settings: config.Settings) -> None:
+    """Bind first, so `--port 0` works and the log line names the real port; uvicorn logs go to stderr.
+
+    Host/Origin protection is strict: loopback names, the bound address and `MCP_ALLOWED_HOSTS` are
+    the only Host values served (others get 421); a browser Origin must be same-origin, loopback or in
+    `MCP_ALLOWED_ORIGINS` (others get 403).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)
     bound = sock.getsockname()[1]
-    logging.getLogger("mcp_bridge").info("serving Streamable HTTP at http://%s:%d/mcp", host, bound)
+    log = logging.getLogger("mcp_bridge")
+    log.info("serving Streamable HTTP at http://%s:%d/mcp", host, bound)
+    log.info(
+        "authentication: %s; extra allowed Host names: %s",
+        "required" if app.auth is not None else "none (loopback only)",
+        ", ".join(settings.allowed_hosts) or "none (set MCP_ALLOWED_HOSTS to your tunnel's host name)",
+    )
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     app.run(
@@ -181,6 +235,9 @@ def _serve_http(app: FastMCP, host: str, port: int) -> None:
         show_banner=False,
         sockets=[sock],
         uvicorn_config={"log_config": log_config},
+        host_origin_protection=True,
+        allowed_hosts=list(settings.allowed_hosts),
+        allowed_origins=list(settings.allowed_origins),
     )
 
 

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from bridge_proc import FOUR_TOOLS as FOUR_TOOLS_IN_ORDER
+from bridge_proc import MODERN, StdioPeer, initialize_params, modern_meta, stdio_bridge
 from helpers import fixture_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,3 +249,93 @@ def test_an_out_of_bounds_setting_stops_the_bridge_with_a_clear_message(dirs: di
     assert done.returncode == 2
     assert "invalid configuration" in done.stderr and "timeout" in done.stderr
     assert done.stdout == ""
+
+
+# --- a client that probes with server/discover, then sends initialize anyway ------------------
+# claude-code#96183, copilot-cli#4525: the SDK alone answers that initialize with -32022 and the
+# host shows no tools. The bridge ends the 2026-07-28 exchange and serves the handshake era from there.
+
+
+def test_initialize_after_server_discover_on_one_stdio_connection_is_served(dirs: dict[str, str]) -> None:
+    with stdio_bridge(bridge_env(dirs)) as peer:
+        discovered = peer.result("server/discover", {"_meta": modern_meta("claude-code")})
+        initialized = peer.handshake("2025-11-25", "claude-code")
+        tools = peer.result("tools/list")["tools"]
+        listed = peer.result("tools/call", {"name": "mcp_list_tools", "arguments": {}})
+    assert discovered["supportedVersions"] == [MODERN]
+    assert initialized["protocolVersion"] == "2025-11-25"
+    assert [tool["name"] for tool in tools] == FOUR_TOOLS_IN_ORDER
+    assert listed["isError"] is False
+
+
+def test_a_2026_request_sent_just_before_the_late_initialize_is_answered_first(dirs: dict[str, str]) -> None:
+    with stdio_bridge(bridge_env(dirs)) as peer:
+        meta = modern_meta("claude-code")
+        peer.send({"jsonrpc": "2.0", "id": "modern", "method": "tools/list", "params": {"_meta": meta}})
+        peer.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": initialize_params("2025-06-18")})
+        answers = [json.loads(peer.proc.stdout.readline()) for _ in range(2)]  # type: ignore[union-attr]
+    assert [answer["id"] for answer in answers] == ["modern", "init"]
+    assert len(answers[0]["result"]["tools"]) == 4
+    assert answers[1]["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_a_cancelled_2026_call_does_not_hold_up_the_late_initialize(dirs: dict[str, str]) -> None:
+    with stdio_bridge(bridge_env(dirs)) as peer:
+        meta = modern_meta("claude-code")
+        echo = {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo")])}
+        peer.result("tools/call", {"name": "mcp_add_server", "arguments": echo, "_meta": meta})
+        slow = {"server": "echo", "tool_name": "slow", "arguments_json": '{"seconds": 50}'}
+        call = {"name": "mcp_call_tool", "arguments": slow, "_meta": meta}
+        peer.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call", "params": call})
+        peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow", "_meta": meta}})
+        started = time.monotonic()
+        initialized = peer.handshake("2025-11-25", "claude-code")
+        waited = time.monotonic() - started
+        peer.proc.kill()  # the cancelled call's worker thread would keep it alive for the rest of the 50 s
+    assert initialized["protocolVersion"] == "2025-11-25"
+    assert waited < 20  # not the 50 s the cancelled call would have taken
+
+
+def test_a_handshake_era_connection_still_refuses_a_2026_request(dirs: dict[str, str]) -> None:
+    with stdio_bridge(bridge_env(dirs)) as peer:
+        peer.handshake("2025-11-25")
+        refused = peer.request("tools/list", {"_meta": modern_meta()})
+    assert refused["error"]["code"] == -32600
+
+
+# --- a downstream tool that only runs as a task ----------------------------------------------
+
+
+def direct_tools(command: list[str]) -> dict[str, dict[str, object]]:
+    """The server's own tools/list in the handshake era, asked without the bridge in between."""
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        peer = StdioPeer(proc)
+        peer.handshake("2025-11-25")
+        return {tool["name"]: tool for tool in peer.result("tools/list")["tools"]}
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.stdout.close()  # type: ignore[union-attr]
+
+
+def test_a_task_only_downstream_tool_is_shown_as_sent_and_refused_at_once(dirs: dict[str, str]) -> None:
+    everything = ["/usr/bin/node", str(EVERYTHING), "stdio"]
+    sent = direct_tools(everything)["simulate-research-query"]
+    with stdio_bridge(bridge_env(dirs, MCP_TIMEOUT="30")) as peer:
+        peer.handshake()
+        added = {"name": "everything", "command": everything[0], "args_json": json.dumps(everything[1:])}
+        assert peer.result("tools/call", {"name": "mcp_add_server", "arguments": added})["isError"] is False
+        task_only = {"server": "everything", "tool_name": "simulate-research-query"}
+        shown = peer.result("tools/call", {"name": "mcp_list_tools", "arguments": task_only})
+        started = time.monotonic()
+        call = {**task_only, "arguments_json": '{"topic": "tides"}'}
+        called = peer.result("tools/call", {"name": "mcp_call_tool", "arguments": call})
+        elapsed = time.monotonic() - started
+    assert sent["execution"] == {"taskSupport": "required"}
+    assert shown["structuredContent"]["tool"] == sent
+    assert called["isError"] is True
+    assert called["structuredContent"]["code"] == "protocol_error"
+    assert "task" in called["structuredContent"]["message"]
+    assert elapsed < 10  # a clear refusal, not a wait for MCP_TIMEOUT
