@@ -75,12 +75,12 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
         annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True),
         output_schema=output_schema(ServerList, ToolCatalog, ToolSchema),
     )
-    def mcp_list_tools(
+    async def mcp_list_tools(
         server: Annotated[str | None, Field(description="Omit to list the registered servers.")] = None,
         tool_name: Annotated[str | None, Field(description="Give with server for one tool's full schema.")] = None,
     ) -> ToolResult:
         """List the registered MCP servers, one server's tools (compact catalog), or one tool's full schema."""
-        return _result(bridge.list_tools(server, tool_name))
+        return _result(await bridge.list_tools_async(server, tool_name))
 
     @app.tool(
         name="mcp_call_tool",
@@ -88,7 +88,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True),
         output_schema=output_schema(CallResult),
     )
-    def mcp_call_tool(
+    async def mcp_call_tool(
         server: ServerName,
         tool_name: Annotated[str, Field(description="A tool name exactly as mcp_list_tools shows it.")],
         arguments_json: Annotated[
@@ -96,7 +96,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
         ] = "{}",
     ) -> ToolResult:
         """Call one tool on a registered MCP server. List the server's tools first; never guess names or arguments."""
-        return _result(bridge.call_tool(server, tool_name, arguments_json))
+        return _result(await bridge.call_tool_async(server, tool_name, arguments_json))
 
     if bridge.settings.allow_dynamic:
 
@@ -108,7 +108,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             ),
             output_schema=output_schema(AddResult),
         )
-        def mcp_add_server(
+        async def mcp_add_server(
             name: Annotated[str, Field(description="Letters, digits, _ and -, at most 64.")],
             url: Annotated[str | None, Field(description="A Streamable HTTP endpoint (http:// or https://).")] = None,
             headers_json: Annotated[
@@ -119,7 +119,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             cwd: Annotated[str | None, Field(description="Its working directory, inside the workspace.")] = None,
         ) -> ToolResult:
             """Register (or replace) a server: a url for HTTP, or a command for a local stdio server, not both."""
-            return _result(bridge.add_server(name, url, headers_json, command, args_json, cwd))
+            return _result(await bridge.add_server_async(name, url, headers_json, command, args_json, cwd))
 
         @app.tool(
             name="mcp_remove_server",
@@ -129,9 +129,9 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             ),
             output_schema=output_schema(RemoveResult),
         )
-        def mcp_remove_server(name: ServerName) -> ToolResult:
+        async def mcp_remove_server(name: ServerName) -> ToolResult:
             """Remove a server added in conversation; servers the developer provisioned cannot be removed."""
-            return _result(bridge.remove_server(name))
+            return _result(await bridge.remove_server_async(name))
 
     return app
 
