@@ -199,6 +199,21 @@ class Registry:
         finally:
             os.close(dir_fd)
 
+    def ensure_canonical(self) -> None:
+        """Create the canonical file at start (holding the legacy entries, if any) when it is missing.
+
+        Until it exists, every start would read the legacy file again, and a child may have planted
+        one there in an earlier run. An unreadable legacy file is left for the user, with a warning.
+        """
+        if self.path.exists():
+            return
+        try:
+            with self._locked() as entries:
+                if not self.path.exists():
+                    self._write(entries)
+        except BridgeError as exc:
+            logger.warning("registry not created: %s", exc.message)
+
     def add(self, name: str, spec: ServerSpec) -> bool:
         """Add or overwrite a dynamic entry in one step; returns whether one was replaced."""
         stamped = spec.model_copy(update={"added_at": datetime.now(timezone.utc)})

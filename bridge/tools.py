@@ -63,6 +63,7 @@ class Bridge:
             legacy_path=settings.legacy_registry_path,
             config_servers=parse_config_servers(config_servers),
         )
+        self.registry.ensure_canonical()
         sandbox = SandboxConfig(
             backend=settings.sandbox,
             workspace=settings.workspace,
