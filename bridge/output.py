@@ -94,7 +94,7 @@ def call_result(server: str, tool: str, result: types.CallToolResult, max_chars:
     structured = result.structured_content
     if not text and structured is not None:
         text = json.dumps(structured, ensure_ascii=False)
-    full = "\n".join([text, *others]) if others else text
+    full = "\n".join(part for part in (text, *others) if part)
     shown, truncated = cut(full, max_chars)
     if structured is not None and len(json.dumps(structured, ensure_ascii=False)) > max_chars:
         structured = None  # over budget: the text copy (cut, with its marker) stands in for it
