@@ -568,3 +568,22 @@ def test_a_server_planted_by_a_child_is_not_served_after_a_restart(
     assert (bridge_dirs.workspace / "child-ran.txt").exists()
     restarted = make_bridge({"writer": planter(entry)}, allow_dynamic=False)
     assert [s.name for s in ok(restarted.list_tools()).data.servers] == ["writer"]
+
+
+# -- no sandbox backend ---------------------------------------------------------------------
+
+
+def test_without_a_working_sandbox_a_stdio_server_is_refused_with_spawn_failed(
+    make_bridge: MakeBridge, stdio_args: StdioArgs, marker: str
+) -> None:
+    bridge = make_bridge(sandbox="seatbelt")  # macOS's backend: not available on Linux
+    add_stdio(bridge, "echo", stdio_args, "echo", marker)
+    data = error(bridge.call_tool("echo", "echo", '{"text": "hi"}'), "spawn_failed")
+    assert "sandbox" in data.message.lower()
+    assert not pids_with_marker(marker)
+
+
+def test_without_a_working_sandbox_http_servers_still_work(make_bridge: MakeBridge, http_echo_url: str) -> None:
+    bridge = make_bridge(sandbox="seatbelt")
+    ok(bridge.add_server("web", url=http_echo_url))
+    assert ok(bridge.call_tool("web", "echo", '{"text": "unsandboxed http"}')).text == "unsandboxed http"
