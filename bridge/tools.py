@@ -1,9 +1,9 @@
-"""The four tools as plain sync methods: validate -> resolve -> run -> render.
+"""The four tools: validate -> resolve -> run -> render.
 
 `Bridge` is usable from anywhere: each tool has an async face (`*_async`, awaitable from any event
-loop; `server.py` uses these) and a sync face (for agent loops, tests, a CLI). Downstream work always
-runs on the worker loop (`bridge.runtime`). Every method returns a `Reply` and never raises for a failure the model could cause or
-meet downstream: those come back as `ErrorResult`s with a code.
+loop; `server.py` uses these) and a sync face (agent loops, tests, a CLI). Downstream work always
+runs on the worker loop (`bridge.runtime`). Every tool returns a `Reply` and never raises for a
+failure the model could cause or meet downstream: those come back as `ErrorResult`s with a code.
 """
 
 from __future__ import annotations
