@@ -19,6 +19,7 @@ Error codes (every failure is a `BridgeError` carrying exactly one of these):
 
 from __future__ import annotations
 
+import difflib
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -66,6 +67,13 @@ class BridgeError(Exception):
 
     def to_result(self) -> ErrorResult:
         return ErrorResult(code=self.code, retryable=self.retryable, message=self.message, detail=self.detail)
+
+
+def not_found(code: ErrorCode, message: str, name: str, candidates: list[str], hint: str) -> BridgeError:
+    """An unknown name, with up to three close matches (or `hint` when none is close)."""
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
+    suffix = f" Did you mean: {', '.join(close)}?" if close else f" {hint}"
+    return BridgeError(code, f"{message}{suffix}", close_matches=close)
 
 
 class _Spec(BaseModel):

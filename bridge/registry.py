@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
@@ -30,7 +29,7 @@ from typing import Any, Iterator
 import portalocker
 from pydantic import TypeAdapter, ValidationError
 
-from bridge.models import BridgeError, Origin, ServerSpec, StdioServerSpec
+from bridge.models import BridgeError, Origin, ServerSpec, StdioServerSpec, not_found
 from bridge.validation import NAME_PATTERN
 
 logger = logging.getLogger("mcp_bridge.registry")
@@ -137,9 +136,13 @@ class Registry:
     def get(self, name: str) -> ServerSpec:
         merged = self.merged()
         if name not in merged:
-            close = difflib.get_close_matches(name, list(merged), n=3, cutoff=0.5)
-            hint = f" Did you mean: {', '.join(close)}?" if close else " Call mcp_list_tools without a server to see them."
-            raise BridgeError("unknown_server", f"No server named {name!r} is registered.{hint}", close_matches=close)
+            raise not_found(
+                "unknown_server",
+                f"No server named {name!r} is registered.",
+                name,
+                list(merged),
+                "Call mcp_list_tools without a server to see them.",
+            )
         return merged[name][0]
 
     # -- writes ----------------------------------------------------------------------------

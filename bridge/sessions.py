@@ -16,7 +16,6 @@ Rules:
 
 from __future__ import annotations
 
-import difflib
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -31,7 +30,7 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from bridge.models import BridgeError, ServerSpec
+from bridge.models import BridgeError, ServerSpec, not_found
 from bridge.transports import Connection, SessionSettings
 
 logger = logging.getLogger("mcp_bridge.sessions")
@@ -271,6 +270,6 @@ class Sessions:
 
 
 def unknown_tool(name: str, names: list[str]) -> BridgeError:
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else " Call mcp_list_tools to see the tools."
-    return BridgeError("unknown_tool", f"The server offers no tool named {name!r}.{hint}", close_matches=close)
+    return not_found(
+        "unknown_tool", f"The server offers no tool named {name!r}.", name, names, "Call mcp_list_tools to see the tools."
+    )

@@ -121,11 +121,14 @@ class Bridge:
     def _resolve(self, server: object) -> tuple[str, ServerSpec]:
         name = validation.server_name(server, "server")
         spec = self.registry.get(name)
+        self._require_transport(spec)
+        return name, spec
+
+    def _require_transport(self, spec: ServerSpec) -> None:
         if spec.transport not in self.settings.allowed_transports:
             raise BridgeError(
                 "forbidden", f"{spec.transport} servers are disabled here (MCP_ALLOWED_TRANSPORTS).", transport=spec.transport
             )
-        return name, spec
 
     def _require_dynamic(self) -> None:
         if not self.settings.allow_dynamic:
@@ -192,8 +195,7 @@ class Bridge:
                 cwd_value=cwd,
                 workspace=self.settings.workspace,
             )
-            if spec.transport not in self.settings.allowed_transports:
-                raise BridgeError("forbidden", f"{spec.transport} servers are disabled here (MCP_ALLOWED_TRANSPORTS).")
+            self._require_transport(spec)
             # The lock may be held by another bridge process: wait for it off the event loop.
             replaced = await anyio.to_thread.run_sync(self.registry.add, checked, spec)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
