@@ -98,5 +98,5 @@ class Settings(BaseSettings):
 
     @property
     def legacy_registry_path(self) -> Path:
-        """The registry's old home inside the workspace; read only when the canonical file is missing."""
+        """The registry's old home inside the workspace; its entries are adopted once, at start."""
         return self.workspace / "tool_mcp" / "servers.json"
