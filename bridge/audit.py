@@ -1,0 +1,111 @@
+"""The audit trail: one JSON line per tool call under `<state_dir>/audit/`, bounded by rotation.
+
+Several bridge processes may share a state dir (Claude Desktop and an HTTP connector at once), so
+each append and each rotation happens under an inter-process lock; `audit.jsonl` rotates to
+`audit.jsonl.1` ... `audit.jsonl.<backups>` and the oldest file is dropped. An entry says what was
+done and how it ended, never with what: argument values, header values and env values stay out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import portalocker
+from pydantic import BaseModel
+
+logger = logging.getLogger("mcp_bridge.audit")
+
+FILE_NAME = "audit.jsonl"
+LOCK_TIMEOUT_S = 5.0
+
+
+class AuditEntry(BaseModel):
+    """One tool call. `outcome` is "ok" or the error code."""
+
+    time: datetime
+    call_id: str
+    tool: str
+    server: str | None = None
+    downstream_tool: str | None = None
+    argument_bytes: int = 0
+    duration_ms: float
+    outcome: str
+
+
+class AuditLog:
+    """Appends entries to `directory/audit.jsonl`, keeping at most `max_bytes` per file."""
+
+    def __init__(self, directory: Path, *, max_bytes: int, backups: int) -> None:
+        self.directory = directory
+        self.path = directory / FILE_NAME
+        self.max_bytes = max_bytes
+        self.backups = backups
+
+    def record(self, entry: AuditEntry) -> None:
+        """Append one line; a full disk or a stuck lock is logged, never raised into a tool call."""
+        line = (entry.model_dump_json() + "\n").encode()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with portalocker.Lock(self.directory / "audit.lock", timeout=LOCK_TIMEOUT_S):
+                if self._size() + len(line) > self.max_bytes:
+                    self._rotate()
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, line)
+                finally:
+                    os.close(fd)
+        except (OSError, portalocker.exceptions.LockException) as exc:
+            logger.warning("audit entry not written (%s): %s", type(exc).__name__, exc)
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def _rotate(self) -> None:
+        for index in range(self.backups, 0, -1):
+            older = self.directory / f"{FILE_NAME}.{index}"
+            newer = self.directory / (f"{FILE_NAME}.{index - 1}" if index > 1 else FILE_NAME)
+            if newer.exists():
+                os.replace(newer, older)
+        if self.backups == 0:
+            self.path.unlink(missing_ok=True)
+
+
+def read_entries(
+    state_dir: Path, since: datetime | None = None, until: datetime | None = None
+) -> Iterator[dict[str, Any]]:
+    """Entries with `since <= time < until`, oldest first; naive bounds are taken as UTC.
+
+    Lines that do not parse (a torn last line after a crash) are skipped with a warning.
+    """
+    directory = state_dir / "audit"
+    rotated = [path for path in directory.glob(f"{FILE_NAME}.*") if path.suffix[1:].isdigit()]
+    rotated.sort(key=lambda path: int(path.suffix[1:]), reverse=True)  # the highest number is the oldest
+    low, high = _utc(since), _utc(until)
+    for path in [*rotated, directory / FILE_NAME]:
+        if not path.is_file():
+            continue
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for number, line in enumerate(lines, start=1):
+                try:
+                    entry = json.loads(line)
+                    when = _utc(datetime.fromisoformat(entry["time"]))
+                except (ValueError, KeyError, TypeError):
+                    logger.warning("skipping unreadable audit line %s:%d", path.name, number)
+                    continue
+                if (low is None or when >= low) and (high is None or when < high):
+                    yield entry
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
