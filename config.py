@@ -41,6 +41,16 @@ class Settings(BaseSettings):
         300.0, ge=0, le=86_400, description="Seconds an idle downstream session stays warm; 0 closes it after each call."
     )
     max_sessions: int = Field(16, ge=1, le=256, description="Most live downstream sessions at once.")
+    backoff_after: int = Field(
+        3, ge=1, le=100, description="Consecutive failures to start or connect before a server is held back."
+    )
+    backoff_max_s: float = Field(
+        300.0, ge=0, le=86_400, description="Longest hold (it doubles from 5 s per failure); 0 turns back-off off."
+    )
+    audit_max_bytes: int = Field(
+        5_000_000, ge=10_000, le=10**10, description="Size at which the audit log rotates."
+    )
+    audit_backups: int = Field(3, ge=0, le=100, description="Rotated audit files kept besides the current one.")
     allow_dynamic: bool = Field(True, description="Offer mcp_add_server and mcp_remove_server.")
     allowed_transports: Annotated[frozenset[Transport], NoDecode] = Field(
         frozenset({"http", "stdio"}), description="Kinds of downstream server that may be used."
@@ -95,6 +105,11 @@ class Settings(BaseSettings):
     def registry_path(self) -> Path:
         """The canonical dynamic registry file."""
         return self.state_dir / "tool_mcp" / "servers.json"
+
+    @property
+    def audit_dir(self) -> Path:
+        """Where the audit log (`audit.jsonl` and its rotations) lives."""
+        return self.state_dir / "audit"
 
     @property
     def legacy_registry_path(self) -> Path:

@@ -11,7 +11,9 @@ Rules:
   call on it times out or fails at the transport level (a hung or dead child is never reused), and
   at shutdown; the next call opens a fresh one, so a dead child costs one error;
 - a server's tool list is fetched once per session and refreshed on
-  `notifications/tools/list_changed` or when a call names a tool the cache does not know.
+  `notifications/tools/list_changed` or when a call names a tool the cache does not know;
+- a server that keeps failing to start or connect is held back (`bridge.backoff`): calls get its
+  last error at once until the hold passes; eviction (a re-registration) lifts the hold.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from bridge.backoff import Backoff
 from bridge.models import BridgeError, ServerSpec, not_found
 from bridge.transports import Connection, SessionSettings
 
@@ -69,8 +72,9 @@ class _Live:
 class Sessions:
     """The pool. `serve()` must run on the worker loop for as long as sessions may be used."""
 
-    def __init__(self, settings: SessionSettings) -> None:
+    def __init__(self, settings: SessionSettings, backoff: Backoff) -> None:
         self.settings = settings
+        self.backoff = backoff
         self._live: dict[str, _Live] = {}
         self._tg: TaskGroup | None = None
         self._opening: dict[str, anyio.Lock] = {}
@@ -158,6 +162,7 @@ class Sessions:
                 await self._close(live, kill=False)
                 live = None
             if live is None:
+                self.backoff.check(name, spec)
                 await self._make_room()
                 # Born in use: the owner must not see an idle session before its first caller.
                 live = _Live(name=name, connection=Connection(spec, self.settings), in_use=1)
@@ -165,9 +170,12 @@ class Sessions:
                 self._live[name] = live
                 try:
                     await self._tg.start(self._own, live)
-                except BaseException:
+                except BaseException as exc:
                     self._live.pop(name, None)
+                    if isinstance(exc, BridgeError):
+                        self.backoff.failed(name, spec, exc)
                     raise
+                self.backoff.reset(name)
             else:
                 live.in_use += 1
             live.touch()
@@ -193,7 +201,8 @@ class Sessions:
         await live.closed.wait()
 
     async def evict(self, name: str) -> None:
-        """Close a server's session now (its entry changed or was removed)."""
+        """Close a server's session now and lift any back-off (its entry changed or was removed)."""
+        self.backoff.reset(name)
         live = self._live.get(name)
         if live is not None:
             await self._close(live, kill=False)
@@ -214,9 +223,11 @@ class Sessions:
         except Exception as exc:
             if live is None:
                 if isinstance(exc, TimeoutError):
-                    raise BridgeError(
+                    error = BridgeError(
                         "timeout", f"The server did not start and answer within {self.settings.timeout:g} s; it was stopped."
-                    ) from exc
+                    )
+                    self.backoff.failed(name, spec, error)
+                    raise error from exc
                 raise
             if isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
                 raise live.connection.classify(exc) from exc  # the server answered: the session is sound

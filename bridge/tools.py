@@ -9,12 +9,18 @@ failure the model could cause or meet downstream: those come back as `ErrorResul
 from __future__ import annotations
 
 import shlex
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+
 import anyio.to_thread
 from pydantic import BaseModel
 
 from bridge import output, validation
+from bridge.audit import AuditEntry, AuditLog
+from bridge.backoff import Backoff
 from bridge.models import (
     AddResult,
     BridgeError,
@@ -32,6 +38,7 @@ from bridge.sessions import Sessions, unknown_tool
 from bridge.transports import SessionSettings
 from config import Settings
 from sandbox import SandboxConfig
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -51,6 +58,13 @@ def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
     else:
         target = shlex.join([spec.command, *spec.args])
     return ServerInfo(name=name, transport=spec.transport, origin=origin, target=target)
+
+
+def _audited_name(value: object) -> str | None:
+    """A name as the audit keeps it: what the model sent, shortened; never anything else."""
+    if value is None or value == "":
+        return None
+    return (value if isinstance(value, str) else repr(value))[:200]
 
 
 class Bridge:
@@ -79,8 +93,10 @@ class Bridge:
                 workspace=settings.workspace,
                 idle_s=settings.session_idle_s,
                 max_sessions=settings.max_sessions,
-            )
+            ),
+            Backoff(after=settings.backoff_after, max_s=settings.backoff_max_s, clock=time.monotonic),
         )
+        self.audit = AuditLog(settings.audit_dir, max_bytes=settings.audit_max_bytes, backups=settings.audit_backups)
         self.runtime = Runtime(services=[self.sessions.serve])
 
     def close(self) -> None:
@@ -110,13 +126,36 @@ class Bridge:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    async def _reply(self, build: Callable[[], Awaitable[Reply]]) -> Reply:
+    async def _reply(
+        self,
+        tool: str,
+        build: Callable[[], Awaitable[Reply]],
+        *,
+        server: object = None,
+        downstream_tool: object = None,
+        arguments_json: object = None,
+    ) -> Reply:
+        """Run one tool call: a `BridgeError` becomes its `ErrorResult`; either way it is audited."""
+        started = time.monotonic()
         try:
-            return await build()
+            reply = await build()
         except BridgeError as exc:
             data = exc.to_result()
             text, _ = output.cut(output.error(data), self.settings.max_chars)
-            return Reply(text=text, data=data)
+            reply = Reply(text=text, data=data)
+        self.audit.record(
+            AuditEntry(
+                time=datetime.now(UTC),
+                call_id=uuid.uuid4().hex,
+                tool=tool,
+                server=_audited_name(server),
+                downstream_tool=_audited_name(downstream_tool),
+                argument_bytes=len(arguments_json.encode(errors="replace")) if isinstance(arguments_json, str) else 0,
+                duration_ms=round((time.monotonic() - started) * 1000, 3),
+                outcome=reply.data.code if isinstance(reply.data, ErrorResult) else "ok",
+            )
+        )
+        return reply
 
     def _resolve(self, server: object) -> tuple[str, ServerSpec]:
         name = validation.server_name(server, "server")
@@ -160,7 +199,7 @@ class Bridge:
             schema, text = output.schema(name, found, self.settings.max_chars)
             return Reply(text=text, data=schema)
 
-        return await self._reply(build)
+        return await self._reply("mcp_list_tools", build, server=server, downstream_tool=tool_name)
 
     async def call_tool_async(self, server: str, tool_name: str, arguments_json: str = "{}") -> Reply:
         async def build() -> Reply:
@@ -173,7 +212,9 @@ class Bridge:
                 raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
             return Reply(text=text, data=data)
 
-        return await self._reply(build)
+        return await self._reply(
+            "mcp_call_tool", build, server=server, downstream_tool=tool_name, arguments_json=arguments_json
+        )
 
     async def add_server_async(
         self,
@@ -205,7 +246,7 @@ class Bridge:
             text = f"{verb} {checked} ({spec.transport}). Call mcp_list_tools(server={checked!r}) to see its tools."
             return Reply(text=text, data=data)
 
-        return await self._reply(build)
+        return await self._reply("mcp_add_server", build, server=name)
 
     async def remove_server_async(self, name: str) -> Reply:
         async def build() -> Reply:
@@ -216,4 +257,4 @@ class Bridge:
             text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")
             return Reply(text=text, data=RemoveResult(name=checked, restored_config_entry=restored))
 
-        return await self._reply(build)
+        return await self._reply("mcp_remove_server", build, server=name)

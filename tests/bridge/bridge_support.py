@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.tools import Bridge
+from bridge.models import ErrorResult
+from bridge.tools import Bridge, Reply
 
 MakeBridge = Callable[..., Bridge]
 StdioArgs = Callable[..., str]
@@ -26,3 +27,16 @@ class BridgeDirs:
     @property
     def legacy_registry(self) -> Path:
         return self.workspace / "tool_mcp" / "servers.json"
+
+
+def ok(reply: Reply) -> Reply:
+    assert not reply.is_error, reply.text
+    return reply
+
+
+def error(reply: Reply, code: str) -> ErrorResult:
+    assert reply.is_error, f"expected {code}, got success: {reply.text}"
+    assert isinstance(reply.data, ErrorResult)
+    assert reply.data.code == code, reply.text
+    assert reply.text.startswith(f"Error [{code}]")
+    return reply.data

@@ -16,14 +16,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from bridge_support import BridgeDirs, MakeBridge, StdioArgs
+from bridge_support import BridgeDirs, MakeBridge, StdioArgs, error, ok
 from helpers import fixture_path, pids_with_marker, start_http_fixture, wait_pids_gone
 from servers.handshake_era import ECHO_TOOL
 
 from bridge.models import (
     AddResult,
     CallResult,
-    ErrorResult,
     RemoveResult,
     ServerList,
     ToolCatalog,
@@ -38,19 +37,6 @@ ECHO_TOOLS = {"echo", "add", "big", "slow", "fail", "image", "env", "cwd"}
 def registry_bytes(dirs: BridgeDirs) -> bytes | None:
     """The canonical registry file's bytes, or None while it does not exist."""
     return dirs.registry.read_bytes() if dirs.registry.exists() else None
-
-
-def ok(reply: Reply) -> Reply:
-    assert not reply.is_error, reply.text
-    return reply
-
-
-def error(reply: Reply, code: str) -> ErrorResult:
-    assert reply.is_error, f"expected {code}, got success: {reply.text}"
-    assert isinstance(reply.data, ErrorResult)
-    assert reply.data.code == code, reply.text
-    assert reply.text.startswith(f"Error [{code}]")
-    return reply.data
 
 
 def add_stdio(bridge: Bridge, name: str, stdio_args: StdioArgs, fixture: str = "echo", *extra: str) -> Reply:
