@@ -4,22 +4,24 @@
 `MCP_SERVERS` is the developer-owned layer of the registry: servers provisioned in source, which the
 conversation can use but never change or remove. Entries have the same shape as the dynamic
 registry's, and may also carry `env` (stdio), `network` (stdio: "deny" or "allow") and
-`write_paths` (stdio: extra writable capability paths), which only the developer may grant.
+`write_paths` (stdio: extra writable capability paths), which only the developer may grant, and
+`tools`, a tool policy (`allow` / `deny` name patterns, `read_only`) that binds the name even when
+the conversation adds a dynamic entry of the same name.
 
     MCP_SERVERS = {
         "time": {"transport": "stdio", "command": "/usr/local/bin/mcp-server-time", "args": []},
         "docs": {"transport": "http", "url": "https://example.com/mcp", "headers": {}},
+        "db": {"transport": "http", "url": "https://db.example.com/mcp", "tools": {"read_only": True}},
     }
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from typing_extensions import Annotated
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 

@@ -76,10 +76,28 @@ def not_found(code: ErrorCode, message: str, name: str, candidates: list[str], h
     return BridgeError(code, f"{message}{suffix}", close_matches=close)
 
 
+class ToolPolicy(BaseModel):
+    """Which downstream tools of a server may be called; set per server in `config.MCP_SERVERS` only.
+
+    Patterns are shell-style (`fnmatch`, case-sensitive). A tool is callable when it matches `allow`
+    (or `allow` is empty), matches no `deny` pattern and, with `read_only`, is annotated
+    `readOnlyHint: true`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    read_only: bool = False
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     added_at: datetime | None = None
+    tools: ToolPolicy | None = Field(
+        None, description="Developer-only: restricts calls; applies to the name whichever layer serves it."
+    )
 
 
 class HttpServerSpec(_Spec):
@@ -128,6 +146,7 @@ class ServerList(BaseModel):
 class ToolSummary(BaseModel):
     name: str
     description: str
+    refused: str | None = Field(None, description="Why the tool cannot be called here (tool policy); None: callable.")
 
 
 class ToolCatalog(BaseModel):
@@ -141,6 +160,7 @@ class ToolSchema(BaseModel):
     ok: Literal[True] = True
     server: str
     tool: dict[str, Any] = Field(description="The downstream tool definition as the server sent it.")
+    refused: str | None = Field(None, description="Why the tool cannot be called here (tool policy); None: callable.")
 
 
 class CallResult(BaseModel):

@@ -12,9 +12,18 @@ from typing import Any
 
 import mcp_types as types
 
-from bridge.models import CallResult, ErrorResult, ServerList, ToolCatalog, ToolSchema, ToolSummary
+from bridge.models import (
+    CallResult,
+    ErrorResult,
+    ServerList,
+    ToolCatalog,
+    ToolSchema,
+    ToolSummary,
+)
 
 _SHORTENED = "…"
+_NOT_CALLABLE = "[not callable]"
+_POLICY_NOTE = "([not callable]: refused by the tool policy; the tool's schema says why)"
 
 
 def cut(text: str, limit: int) -> tuple[str, bool]:
@@ -44,28 +53,42 @@ def _description_cap(lengths: list[int], room: int) -> int | None:
     return low
 
 
-def catalog(server: str, tools: list[types.Tool], max_chars: int) -> tuple[ToolCatalog, str]:
+def catalog(
+    server: str, tools: list[types.Tool], max_chars: int, refusals: dict[str, str | None] | None = None
+) -> tuple[ToolCatalog, str]:
+    """Every name survives, with its mark when the tool policy refuses it; descriptions give way first."""
     header = f"{server}: {len(tools)} tools. Call mcp_list_tools(server, tool_name) for one tool's full schema."
     note = f"(descriptions shortened to fit the {max_chars}-character budget)"
+    refusals = refusals or {}
     names = [tool.name for tool in tools]
+    heads = [f"{name} {_NOT_CALLABLE}" if refusals.get(name) else name for name in names]
     descriptions = [_one_line(tool.description) for tool in tools]
-    # Each line is "- name: description"; the fixed part of every line costs len(name) + 4.
-    fixed = len(header) + 1 + len(note) + 1 + sum(len(name) + 5 for name in names)
+    # Each line is "- head: description"; the fixed part of every line costs len(head) + 4.
+    fixed = len(header) + 1 + len(note) + 1 + sum(len(head) + 5 for head in heads)
+    if any(refusals.values()):
+        fixed += len(_POLICY_NOTE) + 1
     cap = _description_cap([len(d) for d in descriptions], max(0, max_chars - fixed))
     if cap is not None:
         descriptions = [d if len(d) <= cap else d[: max(0, cap - 1)] + _SHORTENED if cap else "" for d in descriptions]
-    lines = [header, *(f"- {name}: {d}" if d else f"- {name}" for name, d in zip(names, descriptions))]
+    lines = [header, *(f"- {head}: {d}" if d else f"- {head}" for head, d in zip(heads, descriptions))]
+    if any(refusals.values()):
+        lines.append(_POLICY_NOTE)
     if cap is not None:
         lines.append(note)
-    summaries = [ToolSummary(name=name, description=d) for name, d in zip(names, descriptions)]
+    summaries = [
+        ToolSummary(name=name, description=d, refused=refusals.get(name)) for name, d in zip(names, descriptions)
+    ]
     return ToolCatalog(server=server, tools=summaries, truncated=cap is not None), "\n".join(lines)
 
 
-def schema(server: str, tool: types.Tool, max_chars: int) -> tuple[ToolSchema, str]:
+def schema(server: str, tool: types.Tool, max_chars: int, refused: str | None = None) -> tuple[ToolSchema, str]:
     """The definition exactly as the downstream sent it; only the text copy is cut."""
     definition = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
-    text, _ = cut(json.dumps(definition, indent=2, ensure_ascii=False), max_chars)
-    return ToolSchema(server=server, tool=definition), text
+    text = json.dumps(definition, indent=2, ensure_ascii=False)
+    if refused:
+        text = f"Not callable here: {refused}.\n{text}"
+    text, _ = cut(text, max_chars)
+    return ToolSchema(server=server, tool=definition, refused=refused), text
 
 
 def _summarise_block(block: Any) -> str | None:

@@ -32,8 +32,9 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from bridge import tool_policy
 from bridge.backoff import Backoff
-from bridge.models import BridgeError, ServerSpec, not_found
+from bridge.models import BridgeError, ServerSpec, ToolPolicy, not_found
 from bridge.transports import Connection, SessionSettings
 
 logger = logging.getLogger("mcp_bridge.sessions")
@@ -255,9 +256,10 @@ class Sessions:
         return await self._use(name, spec, op)
 
     async def call_tool(
-        self, name: str, spec: ServerSpec, tool_name: str, arguments: dict[str, Any]
+        self, name: str, spec: ServerSpec, tool_name: str, arguments: dict[str, Any], policy: ToolPolicy | None = None
     ) -> tuple[types.Tool, types.CallToolResult]:
-        """Check the cached catalog first: an unknown name gets close matches, a task-only tool a clear refusal."""
+        """Check the cached catalog first: an unknown name gets close matches; a tool the policy refuses
+        or that can only run as a task gets a clear refusal, and the call is never sent."""
 
         async def op(live: _Live, client: Client) -> tuple[types.Tool, types.CallToolResult]:
             tools = await self._tools(live, client)
@@ -266,6 +268,9 @@ class Sessions:
             tool = tools.get(tool_name)
             if tool is None:
                 raise unknown_tool(tool_name, list(tools))
+            reason = tool_policy.refused(policy, tool)
+            if reason is not None:
+                raise BridgeError("forbidden", f"{name}/{tool_name} cannot be called: {reason}.", reason=reason)
             if tool.execution is not None and tool.execution.task_support == "required":
                 raise BridgeError(
                     "protocol_error",

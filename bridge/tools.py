@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import anyio.to_thread
 from pydantic import BaseModel
 
-from bridge import output, validation
+from bridge import output, tool_policy, validation
 from bridge.audit import AuditEntry, AuditLog
 from bridge.backoff import Backoff
 from bridge.models import (
@@ -31,6 +31,7 @@ from bridge.models import (
     ServerInfo,
     ServerList,
     ServerSpec,
+    ToolPolicy,
 )
 from bridge.registry import Registry, parse_config_servers
 from bridge.runtime import Runtime
@@ -163,6 +164,11 @@ class Bridge:
         self._require_transport(spec)
         return name, spec
 
+    def _policy(self, name: str) -> ToolPolicy | None:
+        """The developer's tool policy for `name`: it binds the name, so a dynamic shadow cannot shed it."""
+        provisioned = self.registry.config_servers.get(name)
+        return provisioned.tools if provisioned is not None else None
+
     def _require_transport(self, spec: ServerSpec) -> None:
         if spec.transport not in self.settings.allowed_transports:
             raise BridgeError(
@@ -190,13 +196,15 @@ class Bridge:
             name, spec = self._resolve(server)
             wanted = validation.tool_name(tool_name) if tool_name else None
             tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec))
+            policy = self._policy(name)
             if wanted is None:
-                catalog, text = output.catalog(name, tools, self.settings.max_chars)
+                refusals = {tool.name: tool_policy.refused(policy, tool) for tool in tools}
+                catalog, text = output.catalog(name, tools, self.settings.max_chars, refusals)
                 return Reply(text=text, data=catalog)
             found = next((tool for tool in tools if tool.name == wanted), None)
             if found is None:
                 raise unknown_tool(wanted, [tool.name for tool in tools])
-            schema, text = output.schema(name, found, self.settings.max_chars)
+            schema, text = output.schema(name, found, self.settings.max_chars, tool_policy.refused(policy, found))
             return Reply(text=text, data=schema)
 
         return await self._reply("mcp_list_tools", build, server=server, downstream_tool=tool_name)
@@ -206,7 +214,13 @@ class Bridge:
             name, spec = self._resolve(server)
             tool = validation.tool_name(tool_name)
             arguments = validation.arguments(arguments_json)
-            _, result = await self.runtime.run_async(lambda: self.sessions.call_tool(name, spec, tool, arguments))
+            policy = self._policy(name)
+            reason = tool_policy.refused_by_name(policy, tool)
+            if reason is not None:
+                raise BridgeError("forbidden", f"{name}/{tool} cannot be called: {reason}.", reason=reason)
+            _, result = await self.runtime.run_async(
+                lambda: self.sessions.call_tool(name, spec, tool, arguments, policy)
+            )
             data, text = output.call_result(name, tool, result, self.settings.max_chars)
             if result.is_error:
                 raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")

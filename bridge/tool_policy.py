@@ -1,0 +1,34 @@
+"""The developer's per-server tool policy: which downstream tools a call may reach.
+
+Names are checked before any session opens; `read_only` needs the tool's annotations, so it is
+checked against the catalog. Listings use the same function to mark what cannot be called.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+import mcp_types as types
+
+from bridge.models import ToolPolicy
+
+
+def refused_by_name(policy: ToolPolicy | None, name: str) -> str | None:
+    """Why `name` may not be called under `policy`, judged by its name alone; None when it may."""
+    if policy is None:
+        return None
+    denied = next((pattern for pattern in policy.deny if fnmatchcase(name, pattern)), None)
+    if denied is not None:
+        return f"denied by the tool policy (deny {denied!r})"
+    if policy.allow and not any(fnmatchcase(name, pattern) for pattern in policy.allow):
+        return f"not in the tool policy's allow list ({', '.join(policy.allow)})"
+    return None
+
+
+def refused(policy: ToolPolicy | None, tool: types.Tool) -> str | None:
+    """Why `tool` may not be called under `policy`; None when it may."""
+    reason = refused_by_name(policy, tool.name)
+    if reason is None and policy is not None and policy.read_only:
+        if tool.annotations is None or tool.annotations.read_only_hint is not True:
+            reason = "the server is read-only here and the tool is not annotated readOnlyHint: true"
+    return reason
