@@ -28,7 +28,8 @@ def refused_by_name(policy: ToolPolicy | None, name: str) -> str | None:
 def refused(policy: ToolPolicy | None, tool: types.Tool) -> str | None:
     """Why `tool` may not be called under `policy`; None when it may."""
     reason = refused_by_name(policy, tool.name)
-    if reason is None and policy is not None and policy.read_only:
-        if tool.annotations is None or tool.annotations.read_only_hint is not True:
-            reason = "the server is read-only here and the tool is not annotated readOnlyHint: true"
-    return reason
+    if reason is not None or policy is None or not policy.read_only:
+        return reason
+    if tool.annotations is not None and tool.annotations.read_only_hint is True:
+        return None
+    return "the server is read-only here and the tool is not annotated readOnlyHint: true"
