@@ -11,11 +11,14 @@
   `write_paths` makes the file unreadable (a file can be planted; source code cannot).
 - Writes are strict: exclusive lock, re-read under it, refuse a file we cannot parse (never
   overwrite what we cannot read), random 0600 temp file in the same directory, fsync,
-  `os.replace`, directory fsync. A crash at any point leaves the old file or the new one.
+  `os.replace`, directory fsync. A crash at any point leaves the old file or the new one; the temp
+  file a killed writer leaves behind is removed by the next writer (under the lock, no temp file
+  can belong to a live writer).
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -37,6 +40,11 @@ logger = logging.getLogger("mcp_bridge.registry")
 _SPEC = TypeAdapter(ServerSpec)
 _FORMAT_VERSION = 1
 LOCK_TIMEOUT_S = 5.0
+# A write holds the lock for milliseconds; waiters poll it (a blocking flock could not time out).
+# At portalocker's default of 0.25 s a waiter loses the race to fresh writers again and again:
+# with 8 busy writers the slowest write took about 2 s, against 0.4 s at 0.01 s.
+_LOCK_POLL_S = 0.01
+_TEMP_SUFFIX = ".tmp"
 
 
 class _Unreadable(Exception):
@@ -76,9 +84,11 @@ def _parse_file(path: Path) -> dict[str, ServerSpec] | None:
             spec = _SPEC.validate_python(raw)
         except ValidationError as exc:
             raise _Unreadable(f"{path}: entry {name!r} is invalid: {exc.errors()[0]['msg']}") from None
-        if isinstance(spec, StdioServerSpec) and (spec.env or spec.network or spec.write_paths):
-            # Only config.MCP_SERVERS may widen a child's sandbox; a file can be planted.
-            raise _Unreadable(f"{path}: entry {name!r} carries developer-only fields (env, network, write_paths)")
+        if spec.tools is not None or (
+            isinstance(spec, StdioServerSpec) and (spec.env or spec.network or spec.write_paths)
+        ):
+            # Only config.MCP_SERVERS may widen a child's sandbox or set a tool policy; a file can be planted.
+            raise _Unreadable(f"{path}: entry {name!r} carries developer-only fields (env, network, write_paths, tools)")
         entries[name] = spec
     return entries
 
@@ -93,12 +103,17 @@ class Registry:
         legacy_path: Path,
         config_servers: Mapping[str, ServerSpec],
         before_replace: Callable[[Path], None] | None = None,
+        after_replace: Callable[[Path], None] | None = None,
     ) -> None:
         self.path = path
         self.legacy_path = legacy_path
         self.config_servers = dict(config_servers)
-        # A test hook: runs after the temp file is fsynced and before it replaces the registry.
+        # Test hooks around the step that publishes a write: `before_replace(temp)` runs once the
+        # temp file is complete and fsynced, `after_replace(path)` once it has replaced the registry.
         self._before_replace = before_replace
+        self._after_replace = after_replace
+        # Temp files are named after the registry, so a writer only ever cleans up its own kind.
+        self._temp_prefix = f".{path.name}."
         # The legacy file lies inside the workspace, where sandboxed children may write: it is read
         # once, now, before any child runs, so a file planted later is never taken for a registry.
         try:
@@ -116,22 +131,35 @@ class Registry:
             raise self._legacy
         return dict(self._legacy)
 
-    def dynamic(self) -> dict[str, ServerSpec]:
-        """The dynamic layer, forgiving: unreadable means empty, with a warning."""
+    def _dynamic_forgiving(self) -> tuple[dict[str, ServerSpec], str | None]:
         try:
-            return self._read_dynamic_strict()
+            return self._read_dynamic_strict(), None
         except _Unreadable as exc:
             logger.warning("ignoring the dynamic registry: %s", exc)
-            return {}
+            return {}, (
+                f"The registry of added servers cannot be read, so none of them is listed: {exc}. "
+                "Adding or removing servers fails until the user fixes or deletes that file."
+            )
 
-    def merged(self) -> dict[str, tuple[ServerSpec, Origin]]:
-        dynamic = self.dynamic()
+    def dynamic(self) -> dict[str, ServerSpec]:
+        """The dynamic layer, forgiving: unreadable means empty, with a warning."""
+        return self._dynamic_forgiving()[0]
+
+    def listing(self) -> tuple[dict[str, tuple[ServerSpec, Origin]], str | None]:
+        """The merged view by name, and what to tell the model when the dynamic file is unreadable.
+
+        A silent empty list would send the model to `mcp_add_server`, which then refuses the file.
+        """
+        dynamic, warning = self._dynamic_forgiving()
         merged: dict[str, tuple[ServerSpec, Origin]] = {
             name: (spec, "config") for name, spec in self.config_servers.items()
         }
         for name, spec in dynamic.items():
             merged[name] = (spec, "dynamic (shadows config)" if name in self.config_servers else "dynamic")
-        return dict(sorted(merged.items()))
+        return dict(sorted(merged.items())), warning
+
+    def merged(self) -> dict[str, tuple[ServerSpec, Origin]]:
+        return self.listing()[0]
 
     def get(self, name: str) -> ServerSpec:
         merged = self.merged()
@@ -150,20 +178,27 @@ class Registry:
     @contextmanager
     def _locked(self) -> Iterator[dict[str, ServerSpec]]:
         """Hold the exclusive lock and yield the current entries, read strictly under it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         lock = portalocker.Lock(
-            str(self.path) + ".lock", mode="a", timeout=LOCK_TIMEOUT_S, flags=portalocker.LOCK_EX | portalocker.LOCK_NB
+            str(self.path) + ".lock",
+            mode="a",
+            timeout=LOCK_TIMEOUT_S,
+            check_interval=_LOCK_POLL_S,
+            flags=portalocker.LOCK_EX | portalocker.LOCK_NB,
         )
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             lock.acquire()
-        except portalocker.exceptions.LockException:
+        except portalocker.exceptions.AlreadyLocked:
             raise BridgeError(
                 "registry_error",
                 f"The registry is locked by another writer for over {LOCK_TIMEOUT_S:g} s; try again.",
                 retryable=True,
             ) from None
+        except (OSError, portalocker.exceptions.LockException) as exc:
+            raise self._unwritable(exc) from None
         try:
             try:
+                self._remove_stale_temps()
                 entries = self._read_dynamic_strict()
             except _Unreadable as exc:
                 raise BridgeError(
@@ -173,9 +208,22 @@ class Registry:
                     retryable=False,
                     path=str(self.path),
                 ) from None
+            except OSError as exc:
+                raise self._unwritable(exc) from None
             yield entries
         finally:
             lock.release()
+
+    def _unwritable(self, exc: BaseException) -> BridgeError:
+        return BridgeError(
+            "registry_error", f"The registry could not be written: {exc}", retryable=False, path=str(self.path)
+        )
+
+    def _remove_stale_temps(self) -> None:
+        """Remove the temp files of writers killed mid-write: under the lock, none is a live writer's."""
+        for stale in self.path.parent.glob(glob.escape(self._temp_prefix) + "*" + _TEMP_SUFFIX):
+            stale.unlink(missing_ok=True)
+            logger.warning("removed %s, left by a writer that stopped mid-write", stale)
 
     def _write(self, entries: Mapping[str, ServerSpec]) -> None:
         payload = {
@@ -183,19 +231,28 @@ class Registry:
             "servers": {name: _SPEC.dump_python(spec, mode="json", exclude_defaults=False) for name, spec in sorted(entries.items())},
         }
         data = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
+        try:
+            self._publish(data)
+        except OSError as exc:  # disk full, file size limit, read-only file system...
+            raise self._unwritable(exc) from None
+
+    def _publish(self, data: bytes) -> None:
         directory = self.path.parent
-        fd, temp_name = tempfile.mkstemp(dir=directory, prefix=".servers.", suffix=".tmp")  # mode 0600
+        fd, temp_name = tempfile.mkstemp(dir=directory, prefix=self._temp_prefix, suffix=_TEMP_SUFFIX)  # mode 0600
+        temp = Path(temp_name)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             if self._before_replace is not None:
-                self._before_replace(Path(temp_name))
-            os.replace(temp_name, self.path)
+                self._before_replace(temp)
+            os.replace(temp, self.path)
         except BaseException:
-            Path(temp_name).unlink(missing_ok=True)
+            temp.unlink(missing_ok=True)
             raise
+        if self._after_replace is not None:
+            self._after_replace(self.path)
         dir_fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
