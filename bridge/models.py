@@ -141,6 +141,9 @@ class ServerInfo(BaseModel):
 class ServerList(BaseModel):
     ok: Literal[True] = True
     servers: list[ServerInfo]
+    warning: str | None = Field(
+        default=None, description="Set when the registry of added servers cannot be read: they are not listed."
+    )
 
 
 class ToolSummary(BaseModel):

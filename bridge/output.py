@@ -135,9 +135,12 @@ def call_result(server: str, tool: str, result: types.CallToolResult, max_chars:
 
 
 def servers(data: ServerList) -> str:
+    # The warning comes first, so the budget cut can never drop it.
+    lines = [f"Warning: {data.warning}"] if data.warning else []
     if not data.servers:
-        return "No servers registered. Add one with mcp_add_server."
-    lines = [f"{len(data.servers)} servers. Call mcp_list_tools(server) to see a server's tools."]
+        lines.append("No servers listed." if data.warning else "No servers registered. Add one with mcp_add_server.")
+        return "\n".join(lines)
+    lines.append(f"{len(data.servers)} servers. Call mcp_list_tools(server) to see a server's tools.")
     lines += [f"- {s.name} ({s.transport}, {s.origin}): {s.target}" for s in data.servers]
     return "\n".join(lines)
 

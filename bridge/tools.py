@@ -8,6 +8,7 @@ failure the model could cause or meet downstream: those come back as `ErrorResul
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 import uuid
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 import anyio.to_thread
 from pydantic import BaseModel
 
-from bridge import output, tool_policy, validation
+from bridge import output, secrets, tool_policy, validation
 from bridge.audit import AuditEntry, AuditLog
 from bridge.backoff import Backoff
 from bridge.models import (
@@ -159,9 +160,14 @@ class Bridge:
         return reply
 
     def _resolve(self, server: object) -> tuple[str, ServerSpec]:
+        """The registered spec, ready to connect: `${env:NAME}` header references filled in here, in
+        memory only, so the registry and everything listed keep the reference."""
         name = validation.server_name(server, "server")
         spec = self.registry.get(name)
         self._require_transport(spec)
+        if isinstance(spec, HttpServerSpec) and spec.headers:
+            headers = secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ)
+            spec = spec.model_copy(update={"headers": headers})
         return name, spec
 
     def _policy(self, name: str) -> ToolPolicy | None:
@@ -188,8 +194,9 @@ class Bridge:
             if not server:
                 if tool_name:
                     raise BridgeError("invalid_argument", "tool_name needs a server")
+                listed, warning = self.registry.listing()
                 data = ServerList(
-                    servers=[_info(name, spec, origin) for name, (spec, origin) in self.registry.merged().items()]
+                    servers=[_info(name, spec, origin) for name, (spec, origin) in listed.items()], warning=warning
                 )
                 text, _ = output.cut(output.servers(data), self.settings.max_chars)
                 return Reply(text=text, data=data)
@@ -251,6 +258,8 @@ class Bridge:
                 workspace=self.settings.workspace,
             )
             self._require_transport(spec)
+            if isinstance(spec, HttpServerSpec):  # an unresolvable reference is refused now, not at connect
+                secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ)
             # The lock may be held by another bridge process: wait for it off the event loop.
             replaced = await anyio.to_thread.run_sync(self.registry.add, checked, spec)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))

@@ -121,3 +121,12 @@ def test_a_bad_policy_is_a_startup_error(make_bridge: MakeBridge, bridge_dirs: B
 def test_name_patterns(policy: ToolPolicy, name: str, refused: bool) -> None:
     assert (tool_policy.refused_by_name(policy, name) is not None) is refused
 
+
+
+def test_a_registry_file_cannot_carry_a_tool_policy(make_bridge: MakeBridge, bridge_dirs: BridgeDirs) -> None:
+    """A policy in a file could only come from outside the developer config: the file is refused."""
+    bridge_dirs.registry.parent.mkdir(parents=True, exist_ok=True)
+    entry = {"transport": "http", "url": "https://example.com/mcp", "tools": {"allow": ["*"]}}
+    bridge_dirs.registry.write_text(json.dumps({"version": 1, "servers": {"planted": entry}}))
+    reply = ok(make_bridge().list_tools())
+    assert reply.data.servers == [] and "developer-only" in (reply.data.warning or "")
