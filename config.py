@@ -23,6 +23,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bridge import secrets
+
 PROJECT_ROOT = Path(__file__).resolve().parent
 
 MCP_SERVERS: dict[str, dict[str, Any]] = {}
@@ -62,6 +64,10 @@ class Settings(BaseSettings):
     child_env_prefixes: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="Bridge env vars with these name prefixes are passed to stdio children."
     )
+    secret_env_allow: Annotated[tuple[str, ...], NoDecode] = Field(
+        (),
+        description="Env vars a header may name as ${env:NAME}, each as NAME or NAME@host (host may use * wildcards).",
+    )
     tool_shape: Literal["auto", "chatgpt", "standard"] = Field(
         "auto", description="tools/list shape: per client (auto), always ChatGPT's, or always strict 2020-12."
     )
@@ -75,7 +81,9 @@ class Settings(BaseSettings):
         (), description="HTTP mode: browser Origins accepted besides same-origin and loopback."
     )
 
-    @field_validator("allowed_transports", "child_env_prefixes", "allowed_hosts", "allowed_origins", mode="before")
+    @field_validator(
+        "allowed_transports", "child_env_prefixes", "allowed_hosts", "allowed_origins", "secret_env_allow", mode="before"
+    )
     @classmethod
     def _split_commas(cls, value: object) -> object:
         """Env vars hold comma-separated lists: `MCP_ALLOWED_TRANSPORTS=http,stdio`."""
@@ -88,6 +96,13 @@ class Settings(BaseSettings):
     def _not_empty(cls, value: frozenset[str]) -> frozenset[str]:
         if not value:
             raise ValueError("at least one transport must be allowed (http, stdio)")
+        return value
+
+    @field_validator("secret_env_allow")
+    @classmethod
+    def _secret_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            secrets.parse_allow(entry)
         return value
 
     @field_validator("auth_token")
