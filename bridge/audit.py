@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import portalocker
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 logger = logging.getLogger("mcp_bridge.audit")
 
@@ -30,6 +30,7 @@ class AuditEntry(BaseModel):
 
     time: datetime
     call_id: str
+    caller: str = Field("host", description="Who made the call: the host's model, or the CLI.")
     tool: str
     server: str | None = None
     downstream_tool: str | None = None

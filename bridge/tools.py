@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import anyio.to_thread
+import mcp_types as types
 from pydantic import BaseModel
 
 from bridge import output, secrets, tool_policy, validation
@@ -72,8 +73,12 @@ def _audited_name(value: object) -> str | None:
 class Bridge:
     """Holds what the four tools share: settings, the registry, sessions and the worker loop."""
 
-    def __init__(self, settings: Settings, config_servers: dict[str, dict[str, object]]) -> None:
+    def __init__(
+        self, settings: Settings, config_servers: dict[str, dict[str, object]], *, caller: str = "host"
+    ) -> None:
+        """`caller` names who drives this Bridge in the audit log: the host's model, or the CLI."""
         self.settings = settings
+        self.caller = caller
         self.registry = Registry(
             path=settings.registry_path,
             legacy_path=settings.legacy_registry_path,
@@ -126,6 +131,14 @@ class Bridge:
     def remove_server(self, name: str) -> Reply:
         return self.runtime.run(lambda: self.remove_server_async(name))
 
+    def tool_definitions(self, server: str) -> list[types.Tool]:
+        """A server's full tool definitions, reached as mcp_list_tools reaches them (for the CLI's probe).
+
+        Raises `BridgeError`: this is not a tool, so there is no reply to carry the error.
+        """
+        name, spec = self._resolve(server)
+        return self.runtime.run(lambda: self.sessions.list_tools(name, spec))
+
     # -- plumbing ---------------------------------------------------------------------------
 
     async def _reply(
@@ -149,6 +162,7 @@ class Bridge:
             AuditEntry(
                 time=datetime.now(UTC),
                 call_id=uuid.uuid4().hex,
+                caller=self.caller,
                 tool=tool,
                 server=_audited_name(server),
                 downstream_tool=_audited_name(downstream_tool),

@@ -43,6 +43,7 @@ def test_every_tool_call_is_one_line_with_what_was_done_and_how_it_ended(
         ("mcp_remove_server", "echo", None, "ok"),
     ]
     assert entries[2]["argument_bytes"] == len(arguments)
+    assert {e["caller"] for e in entries} == {"host"}
     assert len({e["call_id"] for e in entries}) == len(entries)
     assert all(e["duration_ms"] >= 0 and datetime.fromisoformat(e["time"]).tzinfo for e in entries)
     assert ARGUMENT not in (bridge_dirs.state / "audit" / FILE_NAME).read_text()

@@ -1,0 +1,1 @@
+"""The `mcp-bridge` command line: serve (the default), servers, import, probe, config, audit."""
