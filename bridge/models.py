@@ -152,11 +152,21 @@ class ToolSummary(BaseModel):
     refused: str | None = Field(None, description="Why the tool cannot be called here (tool policy); None: callable.")
 
 
+class Drift(BaseModel):
+    """How a server's tools differ from the ones first seen after it was added."""
+
+    since: datetime = Field(description="When the tools were first seen.")
+    added: list[str]
+    removed: list[str]
+    changed: list[str] = Field(description="Same name, different description, schema or annotations.")
+
+
 class ToolCatalog(BaseModel):
     ok: Literal[True] = True
     server: str
     tools: list[ToolSummary]
     truncated: bool = Field(description="True when descriptions were shortened to fit the budget.")
+    drift: Drift | None = Field(None, description="Set when the tools changed since they were first seen.")
 
 
 class ToolSchema(BaseModel):

@@ -12,8 +12,10 @@ from typing import Any
 
 import mcp_types as types
 
+from bridge import drift
 from bridge.models import (
     CallResult,
+    Drift,
     ErrorResult,
     ServerList,
     ToolCatalog,
@@ -54,10 +56,17 @@ def _description_cap(lengths: list[int], room: int) -> int | None:
 
 
 def catalog(
-    server: str, tools: list[types.Tool], max_chars: int, refusals: dict[str, str | None] | None = None
+    server: str,
+    tools: list[types.Tool],
+    max_chars: int,
+    refusals: dict[str, str | None] | None = None,
+    changed: Drift | None = None,
 ) -> tuple[ToolCatalog, str]:
-    """Every name survives, with its mark when the tool policy refuses it; descriptions give way first."""
+    """Every name survives, with its mark when the tool policy refuses it, and a drift warning comes
+    first; descriptions give way first."""
     header = f"{server}: {len(tools)} tools. Call mcp_list_tools(server, tool_name) for one tool's full schema."
+    if changed is not None:
+        header = f"{drift.describe(server, changed)}\n{header}"
     note = f"(descriptions shortened to fit the {max_chars}-character budget)"
     refusals = refusals or {}
     names = [tool.name for tool in tools]
@@ -78,7 +87,8 @@ def catalog(
     summaries = [
         ToolSummary(name=name, description=d, refused=refusals.get(name)) for name, d in zip(names, descriptions)
     ]
-    return ToolCatalog(server=server, tools=summaries, truncated=cap is not None), "\n".join(lines)
+    data = ToolCatalog(server=server, tools=summaries, truncated=cap is not None, drift=changed)
+    return data, "\n".join(lines)
 
 
 def schema(server: str, tool: types.Tool, max_chars: int, refused: str | None = None) -> tuple[ToolSchema, str]:

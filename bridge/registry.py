@@ -9,6 +9,8 @@
   goes to the canonical file only.
 - Only `config.MCP_SERVERS` may widen a child's sandbox: a file entry carrying `env`, `network` or
   `write_paths` makes the file unreadable (a file can be planted; source code cannot).
+- The file also keeps each server's drift baseline (`bridge.drift`), shared by every bridge process
+  and dropped when the server is added again or removed.
 - Writes are strict: exclusive lock, re-read under it, refuse a file we cannot parse (never
   overwrite what we cannot read), random 0600 temp file in the same directory, fsync,
   `os.replace`, directory fsync. A crash at any point leaves the old file or the new one; the temp
@@ -32,6 +34,7 @@ from typing import Any, Iterator
 import portalocker
 from pydantic import TypeAdapter, ValidationError
 
+from bridge.drift import Baseline
 from bridge.models import BridgeError, Origin, ServerSpec, StdioServerSpec, not_found
 from bridge.validation import NAME_PATTERN
 
@@ -91,6 +94,16 @@ def _parse_file(path: Path) -> dict[str, ServerSpec] | None:
             raise _Unreadable(f"{path}: entry {name!r} carries developer-only fields (env, network, write_paths, tools)")
         entries[name] = spec
     return entries
+
+
+def _parse_baselines(path: Path) -> dict[str, Baseline]:
+    """The drift baselines kept beside the entries; forgiving: what cannot be read is recorded anew."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = data.get("baselines", {}) if isinstance(data, dict) else {}
+        return {name: Baseline.model_validate(value) for name, value in raw.items()}
+    except (OSError, ValueError, AttributeError):  # missing, unreadable, not JSON, not a mapping, invalid
+        return {}
 
 
 class Registry:
@@ -225,11 +238,16 @@ class Registry:
             stale.unlink(missing_ok=True)
             logger.warning("removed %s, left by a writer that stopped mid-write", stale)
 
-    def _write(self, entries: Mapping[str, ServerSpec]) -> None:
-        payload = {
+    def _write(self, entries: Mapping[str, ServerSpec], baselines: Mapping[str, Baseline] | None = None) -> None:
+        """Publish `entries`; the drift baselines are carried over unless given."""
+        if baselines is None:
+            baselines = _parse_baselines(self.path)
+        payload: dict[str, Any] = {
             "version": _FORMAT_VERSION,
             "servers": {name: _SPEC.dump_python(spec, mode="json", exclude_defaults=False) for name, spec in sorted(entries.items())},
         }
+        if baselines:
+            payload["baselines"] = {name: baselines[name].model_dump(mode="json") for name in sorted(baselines)}
         data = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
         try:
             self._publish(data)
@@ -280,7 +298,7 @@ class Registry:
         with self._locked() as entries:
             replaced = name in entries
             entries[name] = stamped
-            self._write(entries)
+            self._write(entries, self._without_baseline(name))
         return replaced
 
     def remove(self, name: str) -> bool:
@@ -294,5 +312,27 @@ class Registry:
                     )
                 raise BridgeError("unknown_server", f"No dynamic server named {name!r} to remove.")
             del entries[name]
-            self._write(entries)
+            self._write(entries, self._without_baseline(name))
         return name in self.config_servers
+
+    # -- drift baselines ---------------------------------------------------------------------
+
+    def _without_baseline(self, name: str) -> dict[str, Baseline]:
+        """A (re-)registered or removed server starts over: its next catalog is its new baseline."""
+        baselines = _parse_baselines(self.path)
+        baselines.pop(name, None)
+        return baselines
+
+    def baseline(self, name: str) -> Baseline | None:
+        return _parse_baselines(self.path).get(name)
+
+    def record_baseline(self, name: str, baseline: Baseline) -> Baseline:
+        """Keep the first baseline recorded for the server's identity (another process may have won)."""
+        with self._locked() as entries:
+            baselines = _parse_baselines(self.path)
+            standing = baselines.get(name)
+            if standing is not None and standing.identity == baseline.identity:
+                return standing
+            baselines[name] = baseline
+            self._write(entries, baselines)
+        return baseline

@@ -8,6 +8,7 @@ failure the model could cause or meet downstream: those come back as `ErrorResul
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import time
@@ -20,12 +21,13 @@ import anyio.to_thread
 import mcp_types as types
 from pydantic import BaseModel
 
-from bridge import output, secrets, tool_policy, validation
+from bridge import drift, output, secrets, tool_policy, validation
 from bridge.audit import AuditEntry, AuditLog
 from bridge.backoff import Backoff
 from bridge.models import (
     AddResult,
     BridgeError,
+    Drift,
     ErrorResult,
     HttpServerSpec,
     Origin,
@@ -41,6 +43,9 @@ from bridge.sessions import Sessions, unknown_tool
 from bridge.transports import SessionSettings
 from config import Settings
 from sandbox import SandboxConfig
+
+
+logger = logging.getLogger("mcp_bridge.tools")
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,19 @@ class Bridge:
             spec = spec.model_copy(update={"headers": headers})
         return name, spec
 
+    async def _drift(self, name: str, spec: ServerSpec, tools: list[types.Tool]) -> Drift | None:
+        """How the tools differ from the first ones seen; the first listing records them."""
+        current = drift.digests(tools)
+        baseline = self.registry.baseline(name)
+        if baseline is None or baseline.identity != drift.identity(spec):
+            first = drift.Baseline(identity=drift.identity(spec), recorded_at=datetime.now(UTC), tools=current)
+            try:
+                baseline = await anyio.to_thread.run_sync(self.registry.record_baseline, name, first)
+            except BridgeError as exc:  # an unreadable or locked registry: list without the guard
+                logger.warning("drift baseline of %s not recorded: %s", name, exc.message)
+                return None
+        return drift.compare(baseline, current)
+
     def _policy(self, name: str) -> ToolPolicy | None:
         """The developer's tool policy for `name`: it binds the name, so a dynamic shadow cannot shed it."""
         provisioned = self.registry.config_servers.get(name)
@@ -220,7 +238,8 @@ class Bridge:
             policy = self._policy(name)
             if wanted is None:
                 refusals = {tool.name: tool_policy.refused(policy, tool) for tool in tools}
-                catalog, text = output.catalog(name, tools, self.settings.max_chars, refusals)
+                changed = await self._drift(name, spec, tools)
+                catalog, text = output.catalog(name, tools, self.settings.max_chars, refusals, changed)
                 return Reply(text=text, data=catalog)
             found = next((tool for tool in tools if tool.name == wanted), None)
             if found is None:
