@@ -44,7 +44,6 @@ from bridge.transports import SessionSettings
 from config import Settings
 from sandbox import SandboxConfig
 
-
 logger = logging.getLogger("mcp_bridge.tools")
 
 
