@@ -71,7 +71,8 @@ def _audited_name(value: object) -> str | None:
     """A name as the audit keeps it: what the model sent, shortened; never anything else."""
     if value is None or value == "":
         return None
-    return (value if isinstance(value, str) else repr(value))[:200]
+    text = (value if isinstance(value, str) else repr(value))[:200]
+    return text.encode("utf-8", "backslashreplace").decode()  # a lone surrogate cannot be written as JSON
 
 
 class Bridge:
@@ -222,8 +223,8 @@ class Bridge:
         """No server: the registered servers. A server: its catalog. And a tool: that tool's schema."""
 
         async def build() -> Reply:
-            if not server:
-                if tool_name:
+            if server is None or server == "":  # a wrong type (0, [], False) is not "no server"
+                if tool_name is not None and tool_name != "":
                     raise BridgeError("invalid_argument", "tool_name needs a server")
                 listed, warning = self.registry.listing()
                 data = ServerList(
@@ -232,7 +233,7 @@ class Bridge:
                 text, _ = output.cut(output.servers(data), self.settings.max_chars)
                 return Reply(text=text, data=data)
             name, spec = self._resolve(server)
-            wanted = validation.tool_name(tool_name) if tool_name else None
+            wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
             tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec))
             policy = self._policy(name)
             if wanted is None:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
+
 from bridge.models import BridgeError, HttpServerSpec, StdioServerSpec
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -28,6 +30,16 @@ def _invalid(message: str, **detail: Any) -> BridgeError:
     return BridgeError("invalid_argument", message, **detail)
 
 
+def _is_unicode(value: str) -> bool:
+    """False for a lone surrogate (a Python caller, or a `\\ud800` JSON escape): no file name, URL,
+    registry or JSON message can carry one, so it is refused here rather than crash later."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def server_name(value: object, field: str = "name") -> str:
     if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
         raise _invalid(f"{field} must match {NAME_PATTERN.pattern} (letters, digits, _ and -, at most 64)")
@@ -36,7 +48,7 @@ def server_name(value: object, field: str = "name") -> str:
 
 def tool_name(value: object) -> str:
     """Downstream tool names are the downstream's business; only reject what cannot be a name."""
-    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value or not _is_unicode(value):
         raise _invalid("tool_name must be a non-empty string of at most 256 characters")
     return value
 
@@ -47,9 +59,16 @@ def _decode_json(text: object, field: str) -> Any:
     if len(text) > _MAX_JSON:
         raise _invalid(f"{field} is longer than {_MAX_JSON} characters")
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the interpreter's limit
         raise _invalid(f"{field} is not valid JSON: {exc}") from None
+    try:
+        # Python's decoder also takes NaN, Infinity, 1e999 and lone surrogate escapes, which nothing
+        # downstream can send on: keep only what encodes back to strict JSON in UTF-8.
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+    except ValueError as exc:
+        raise _invalid(f"{field} holds a value JSON cannot carry (NaN, Infinity or a lone surrogate): {exc}") from None
+    return value
 
 
 def arguments(text: object) -> dict[str, Any]:
@@ -65,15 +84,19 @@ def arguments(text: object) -> dict[str, Any]:
 def url(value: object) -> str:
     if not isinstance(value, str) or not value or len(value) > _MAX_URL:
         raise _invalid(f"url must be a non-empty string of at most {_MAX_URL} characters")
-    if any(ord(ch) < 0x21 or 0x7F <= ord(ch) <= 0x9F for ch in value):
-        raise _invalid("url must not contain spaces or control characters")
+    if any(ord(ch) < 0x21 or 0x7F <= ord(ch) <= 0x9F for ch in value) or not _is_unicode(value):
+        raise _invalid("url must not contain spaces, control characters or lone surrogates")
     try:
         parts = urlsplit(value)
-        hostname = parts.hostname
-    except ValueError as exc:
+        hostname, _ = parts.hostname, parts.port  # .port checks the range 0-65535
+        httpx2.URL(value)  # the parser the HTTP transport will use: IDNA, IPv4/IPv6 literals
+    except (ValueError, httpx2.InvalidURL) as exc:
         raise _invalid(f"url is malformed: {exc}") from None
     if parts.scheme not in ("http", "https") or not hostname:
         raise _invalid("url must be an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        # The url is listed back to the model; credentials belong in headers_json, which never is.
+        raise _invalid("url must not carry user:password@; put credentials in headers_json (e.g. Authorization)")
     return value
 
 
@@ -95,7 +118,7 @@ def headers(text: object) -> dict[str, str]:
 
 
 def command(value: object) -> str:
-    if not isinstance(value, str) or not value or "\x00" in value:
+    if not isinstance(value, str) or not value or "\x00" in value or not _is_unicode(value):
         raise _invalid("command must be a non-empty string")
     if not os.path.isabs(value):
         raise _invalid("command must be an absolute path (no PATH lookup, no shell)", command=value[:256])
@@ -126,7 +149,7 @@ def cwd(value: object, workspace: Path) -> str:
     """`~` expanded, symlinks resolved, and the result inside the workspace."""
     if value is None or value == "":
         return str(workspace)
-    if not isinstance(value, str) or "\x00" in value or len(value) > 4096:
+    if not isinstance(value, str) or "\x00" in value or len(value) > 4096 or not _is_unicode(value):
         raise _invalid("cwd must be a path string")
     try:
         resolved = Path(value).expanduser()
@@ -145,23 +168,32 @@ def cwd(value: object, workspace: Path) -> str:
     return str(resolved)
 
 
+def _given(value: object, field: str) -> bool:
+    """None and "" mean absent; any other non-string (0, [], False...) is a wrong type, not absent."""
+    if value is None or value == "":
+        return False
+    if not isinstance(value, str):
+        raise _invalid(f"{field} must be a string")
+    return True
+
+
 def server_spec(
     *,
-    url_value: str | None,
-    headers_json: str | None,
-    command_value: str | None,
-    args_json: str | None,
-    cwd_value: str | None,
+    url_value: object,
+    headers_json: object,
+    command_value: object,
+    args_json: object,
+    cwd_value: object,
     workspace: Path,
 ) -> HttpServerSpec | StdioServerSpec:
     """Exactly one of url/command; the other kind's fields must be absent."""
-    has_url, has_command = bool(url_value), bool(command_value)
+    has_url, has_command = _given(url_value, "url"), _given(command_value, "command")
     if has_url == has_command:
         raise _invalid("give exactly one of url (HTTP server) or command (local stdio server)")
     if has_url:
-        if args_json or cwd_value:
+        if _given(args_json, "args_json") or _given(cwd_value, "cwd"):
             raise _invalid("args_json and cwd belong to a command, not a url")
         return HttpServerSpec(url=url(url_value), headers=headers(headers_json))
-    if headers_json:
+    if _given(headers_json, "headers_json"):
         raise _invalid("headers_json belongs to a url, not a command")
     return StdioServerSpec(command=command(command_value), args=args(args_json), cwd=cwd(cwd_value, workspace))
