@@ -11,10 +11,20 @@ import argparse
 import json
 import os
 import shutil
+import sys
 from typing import Any
 
 from bridge import validation
-from bridge.models import AddResult, BridgeError, HttpServerSpec, Origin, RemoveResult, ServerList, ServerSpec
+from bridge.models import (
+    AddResult,
+    BridgeError,
+    HttpServerSpec,
+    Origin,
+    RemoveResult,
+    ServerList,
+    ServerSpec,
+    ToolPolicy,
+)
 from cli.context import load_settings, open_bridge, succeeded
 from cli.errors import CliError, add_command
 from cli.render import table
@@ -84,6 +94,8 @@ def split_command_line(argv: list[str]) -> tuple[list[str], list[str]]:
 def list_servers(args: argparse.Namespace) -> int:
     with open_bridge(load_settings()) as bridge:
         data: ServerList = succeeded(bridge.list_tools())
+    if data.warning:
+        print(f"mcp-bridge: warning: {data.warning}", file=sys.stderr)
     if args.json:
         print(json.dumps([server.model_dump(mode="json") for server in data.servers], indent=2))
     elif data.servers:
@@ -94,8 +106,9 @@ def list_servers(args: argparse.Namespace) -> int:
     return 0
 
 
-def entry_details(name: str, spec: ServerSpec, origin: Origin) -> dict[str, Any]:
-    """A registry entry as the CLI shows it: every field, but header and env values redacted."""
+def entry_details(name: str, spec: ServerSpec, origin: Origin, policy: ToolPolicy | None) -> dict[str, Any]:
+    """A registry entry as the CLI shows it: every field, but header and env values redacted, and
+    the developer's tool policy for the name (which binds a dynamic entry of that name too)."""
     details: dict[str, Any] = {"name": name, "transport": spec.transport, "origin": origin}
     if isinstance(spec, HttpServerSpec):
         details |= {"url": spec.url, "headers": dict.fromkeys(spec.headers, REDACTED)}
@@ -104,6 +117,8 @@ def entry_details(name: str, spec: ServerSpec, origin: Origin) -> dict[str, Any]
         details |= {"env": dict.fromkeys(spec.env, REDACTED), "network": spec.network}
         details["write_paths"] = list(spec.write_paths)
     details["added_at"] = spec.added_at.isoformat() if spec.added_at else None
+    if policy is not None:
+        details["tool_policy"] = policy.model_dump(mode="json")
     return details
 
 
@@ -115,7 +130,8 @@ def show_server(args: argparse.Namespace) -> int:
         except BridgeError as exc:
             raise CliError.from_result(exc.to_result()) from None
         origin = bridge.registry.merged()[name][1]
-    details = entry_details(name, spec, origin)
+        provisioned = bridge.registry.config_servers.get(name)
+    details = entry_details(name, spec, origin, provisioned.tools if provisioned is not None else None)
     if args.json:
         print(json.dumps(details, indent=2))
         return 0

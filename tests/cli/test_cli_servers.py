@@ -168,3 +168,23 @@ def test_an_unreadable_registry_is_left_alone_with_exit_5(cli: RunCli, cli_dirs:
     ran = cli("servers", "add", "docs", "--url", "https://x.example/mcp")
     assert ran.code == 5 and "[registry_error]" in ran.err
     assert cli_dirs.registry.read_text() == "{not json"
+
+
+def test_an_unreadable_registry_lists_the_config_servers_with_a_warning(
+    cli: RunCli, cli_dirs: CliDirs, provisioned: str
+) -> None:
+    cli_dirs.registry.parent.mkdir(parents=True, exist_ok=True)
+    cli_dirs.registry.write_text("{not json")
+    ran = cli("servers", "list")
+    assert ran.code == 0 and provisioned in ran.out
+    assert "warning: The registry of added servers cannot be read" in ran.err
+
+
+def test_show_gives_the_tool_policy_that_binds_the_name(
+    cli: RunCli, provisioned: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = {**config.MCP_SERVERS[provisioned], "tools": {"deny": ["write_*"], "read_only": True}}
+    monkeypatch.setitem(config.MCP_SERVERS, provisioned, entry)
+    cli("servers", "add", provisioned, "--url", "https://x.example/mcp")  # a shadow is bound too
+    policy = cli("servers", "show", provisioned, "--json").json()["tool_policy"]
+    assert policy == {"allow": [], "deny": ["write_*"], "read_only": True}
