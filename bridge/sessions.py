@@ -117,9 +117,7 @@ class Sessions:
                     live.stopping = True  # from here on, callers open a new session instead
                     live.connection.kill = live.kill
             if opening.cancelled_caught and not started:
-                raise BridgeError(
-                    "timeout", f"The server did not start and answer within {self.settings.timeout:g} s; it was stopped."
-                )
+                raise live.connection.classify(TimeoutError())
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
@@ -155,7 +153,8 @@ class Sessions:
 
     # -- caller side --------------------------------------------------------------------------
 
-    async def _acquire(self, name: str, spec: ServerSpec) -> _Live:
+    async def _acquire(self, name: str, connection: Connection) -> _Live:
+        spec = connection.spec
         lock = self._opening.setdefault(name, anyio.Lock())
         async with lock:
             live = self._live.get(name)
@@ -166,7 +165,7 @@ class Sessions:
                 self.backoff.check(name, spec)
                 await self._make_room()
                 # Born in use: the owner must not see an idle session before its first caller.
-                live = _Live(name=name, connection=Connection(spec, self.settings), in_use=1)
+                live = _Live(name=name, connection=connection, in_use=1)
                 assert self._tg is not None, "Sessions.serve() is not running"
                 self._live[name] = live
                 try:
@@ -211,9 +210,10 @@ class Sessions:
     async def _use(self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]]) -> T:
         """Run `op` on the server's live session within the timeout; a transport failure retires the session."""
         live: _Live | None = None
+        connection = Connection(spec, self.settings)  # used only if a new session must be opened
         try:
             with anyio.fail_after(self.settings.timeout):
-                live = await self._acquire(name, spec)
+                live = await self._acquire(name, connection)
                 try:
                     assert live.client is not None
                     return await op(live, live.client)
@@ -224,9 +224,7 @@ class Sessions:
         except Exception as exc:
             if live is None:
                 if isinstance(exc, TimeoutError):
-                    error = BridgeError(
-                        "timeout", f"The server did not start and answer within {self.settings.timeout:g} s; it was stopped."
-                    )
+                    error = connection.classify(exc)
                     self.backoff.failed(name, spec, error)
                     raise error from exc
                 raise

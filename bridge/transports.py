@@ -1,13 +1,18 @@
 """The two ways of reaching a downstream server, and what their failures mean.
 
-One transport per kind of server (`http_transport`, `stdio_transport`), chosen by the spec in
+One transport per kind of server (`_http_transport`, `_stdio_transport`), chosen by the spec in
 `Connection`; nothing above this module branches on transport. `Connection.classify` turns whatever
-the SDK, httpx or the OS raised into one `BridgeError`.
+the SDK, httpx or the OS raised into one `BridgeError`, from what the transport saw go wrong.
 
 The stdio transport spawns the child itself instead of using the SDK's `stdio_client`, because the
 bridge must know what the SDK keeps private: the child's exit code and the last lines of its stderr
-(for `child_exited`), a cap on one stdout message (a flood cannot exhaust memory), and an immediate
-kill of the whole process group when a call is cancelled or times out.
+(for `child_exited`), a cap on one stdout message (a flood cannot exhaust memory), whether the child
+ever answered a request (a program that is not an MCP server is a `protocol_error`, not a
+`timeout`), and an immediate kill of the whole process group when a call is cancelled or times out.
+
+Both transports hold one message to `MAX_MESSAGE_BYTES`: a stdout line, an HTTP JSON body, an SSE
+event. HTTP bodies are never decompressed (the bridge asks for `identity`), so the bytes read are
+the memory used.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -30,6 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from bridge.models import BridgeError, HttpServerSpec, ServerSpec, StdioServerSpec
 from sandbox import SandboxConfig, SandboxUnavailable, prepare_launch
@@ -42,6 +49,7 @@ STDERR_TAIL_LINES = 10
 CLOSE_GRACE_S = 2.0
 TERM_GRACE_S = 1.0
 _POLL_S = 0.01
+_MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -55,13 +63,16 @@ class SessionSettings:
 
 @dataclass
 class _Child:
-    """One spawned stdio child: its process (group leader), stderr tail and what it did wrong."""
+    """One spawned stdio child: its process (group leader), stderr tail, and what it said on stdout."""
 
     process: Process
     command: str
     _tail: bytearray = field(default_factory=bytearray)
-    oversized: bool = False
-    non_json_lines: int = 0
+    stopped: bool = False  # the bridge signalled it while it still ran
+    answers: int = 0  # responses to requests the bridge sent
+    non_json_lines: int = 0  # stdout lines that are not JSON-RPC
+    first_non_json: str = ""
+    stray_responses: int = 0  # responses to ids the bridge never sent
 
     def feed_stderr(self, chunk: bytes) -> None:
         self._tail += chunk
@@ -71,7 +82,27 @@ class _Child:
         lines = self._tail.decode("utf-8", errors="replace").splitlines()
         return [line[-300:] for line in lines if line.strip()][-STDERR_TAIL_LINES:]
 
+    def note_non_json(self, line: bytes) -> None:
+        self.non_json_lines += 1
+        if not self.first_non_json:
+            self.first_non_json = line[:200].decode("utf-8", errors="replace").strip()
+
+    @property
+    def exit_code(self) -> int | None:
+        """The code the child exited with by itself; None while it runs, or when the bridge's signal ended it."""
+        code = self.process.returncode
+        if code is None or (self.stopped and code < 0):
+            return None
+        return code
+
+    @property
+    def never_spoke_mcp(self) -> bool:
+        """It wrote to stdout, but never one answer to a request the bridge sent."""
+        return not self.answers and bool(self.non_json_lines or self.stray_responses)
+
     def signal_group(self, signum: int) -> None:
+        if self.process.returncode is None:
+            self.stopped = True
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signum)
 
@@ -128,6 +159,7 @@ async def _stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asy
         raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
     child = _Child(process=process, command=spec.command)
     connection.children.append(child)
+    sent: set[types.RequestId] = set()  # ids of requests awaiting the child's answer
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -137,19 +169,27 @@ async def _stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asy
         async with read_send:
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
                 async for chunk in process.stdout:
+                    start = len(buffer)  # only the new bytes can hold the next newline
                     buffer += chunk
-                    while (end := buffer.find(b"\n")) >= 0:
+                    while (end := buffer.find(b"\n", start)) >= 0:
                         line = bytes(buffer[:end])
                         del buffer[: end + 1]
+                        start = 0
                         if not line.strip():
                             continue
                         message = _parse_line(line)
                         if message is None:
-                            child.non_json_lines += 1
+                            child.note_non_json(line)
                             continue
+                        if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+                            if message.message.id in sent:
+                                sent.discard(message.message.id)
+                                child.answers += 1
+                            else:
+                                child.stray_responses += 1
                         await read_send.send(message)
                     if len(buffer) > MAX_MESSAGE_BYTES:
-                        child.oversized = True
+                        connection.oversized = True
                         return  # closing the stream ends the session: the caller sees the cause
 
     async def pump_stdin() -> None:
@@ -157,6 +197,8 @@ async def _stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asy
         async with write_recv:
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 async for message in write_recv:
+                    if isinstance(message.message, types.JSONRPCRequest):
+                        sent.add(message.message.id)
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     await process.stdin.send(data.encode("utf-8"))
 
@@ -182,15 +224,75 @@ async def _stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asy
             tg.cancel_scope.cancel()
 
 
+@dataclass(frozen=True)
+class _Redirect:
+    """A redirect answer; when it is the last answer, the SDK did not follow it."""
+
+    status: int
+    target: str
+    loop: bool  # it points back to a URL already requested
+
+    def error(self) -> BridgeError:
+        """`http_error`, not `connect_failed`: the server is reachable and answered; retrying cannot help."""
+        if self.loop:
+            message = f"The server redirects in a loop (HTTP {self.status} to {self.target}); check the URL."
+        else:
+            message = (
+                f"The server redirected (HTTP {self.status} to {self.target}); the bridge follows only redirects "
+                "that stay on the same origin and keep the method. Register that URL if it is the MCP endpoint."
+            )
+        return BridgeError("http_error", message, status=self.status, redirect_loop=self.loop)
+
+
+class _MessageTooLarge(httpx2.StreamError):
+    """A response body over `MAX_MESSAGE_BYTES`. A `StreamError`, because that is what the SDK
+    turns into a JSON-RPC error for the request it answers, instead of failing the whole session."""
+
+
+class _CappedBody(httpx2.AsyncByteStream):
+    """A response body that fails once it has yielded more than `MAX_MESSAGE_BYTES`."""
+
+    def __init__(self, stream: httpx2.AsyncByteStream, connection: Connection) -> None:
+        self._stream = stream
+        self._connection = connection
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._stream:
+            size += len(chunk)
+            if size > MAX_MESSAGE_BYTES:
+                self._connection.oversized = True
+                raise _MessageTooLarge(f"The response body is over {MAX_MESSAGE_BYTES // _MIB} MiB.")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
 @asynccontextmanager
-async def _http_transport(spec: HttpServerSpec, settings: SessionSettings, statuses: list[int]) -> AsyncIterator[TransportStreams]:
-    client = create_mcp_http_client(headers=dict(spec.headers), timeout=httpx2.Timeout(settings.timeout))
+async def _http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncIterator[TransportStreams]:
+    async def watch(response: httpx2.Response) -> None:
+        """Record what came back; never decode, and cap every body but an event stream (the SDK caps each event)."""
+        connection.statuses.append(response.status_code)
+        sent_to = response.request.url.copy_with(fragment=None)
+        connection.requested.add(str(sent_to))
+        if response.has_redirect_location:
+            target = sent_to.join(response.headers["location"]).copy_with(fragment=None)
+            connection.redirect = _Redirect(
+                status=response.status_code,
+                target=str(target.copy_with(userinfo=b"", query=None)),  # query and userinfo may hold secrets
+                loop=str(target) in connection.requested,
+            )
+        response.headers.pop("content-encoding", None)
+        if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+            response.stream = _CappedBody(response.stream, connection)
 
-    async def record(response: httpx2.Response) -> None:
-        statuses.append(response.status_code)
-
-    client.event_hooks["response"] = [record]
-    async with client, streamable_http_client(spec.url, http_client=client) as streams:
+    headers = {name: value for name, value in spec.headers.items() if name.lower() != "accept-encoding"}
+    headers["Accept-Encoding"] = "identity"
+    client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(connection.settings.timeout))
+    client.event_hooks["response"] = [watch]
+    transport = streamable_http_client(spec.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES)
+    async with client, transport as streams:
         yield streams
 
 
@@ -198,6 +300,10 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _http_hint(status: int) -> str:
@@ -208,6 +314,22 @@ def _http_hint(status: int) -> str:
     }.get(status, "")
 
 
+def _clean(error: BridgeError, secrets: list[str]) -> BridgeError:
+    """`error` on one line, without any of `secrets` (header values, each word of them, also URL-quoted),
+    which a careless server may quote back in an error of its own."""
+    words = {word for value in secrets for word in (value, *value.split()) if len(word) >= 4}
+    forms = {form for word in words for form in (word, quote(word), quote(word, safe=""))}
+    forms_longest_first = sorted(forms, key=len, reverse=True)
+
+    def clean(text: str) -> str:
+        for form in forms_longest_first:
+            text = text.replace(form, "[redacted]")
+        return " ".join(text.split())
+
+    detail = {key: clean(value) if isinstance(value, str) else value for key, value in error.detail.items()}
+    return BridgeError(error.code, clean(error.message), retryable=error.retryable, **detail)
+
+
 class Connection:
     """One attempt to reach a server: the transport for its spec, and what it saw go wrong."""
 
@@ -216,6 +338,10 @@ class Connection:
         self.settings = settings
         self.children: list[_Child] = []
         self.statuses: list[int] = []
+        self.requested: set[str] = set()  # every URL an HTTP request went to
+        self.redirect: _Redirect | None = None  # the latest redirect answer
+        # A message over MAX_MESSAGE_BYTES was refused.
+        self.oversized = False
         # Set when the session is abandoned (timeout, failure): close without a grace period.
         self.kill = False
 
@@ -226,33 +352,39 @@ class Connection:
     def transport(self) -> AbstractAsyncContextManager[TransportStreams]:
         if isinstance(self.spec, StdioServerSpec):
             return _stdio_transport(self, self.spec)
-        return _http_transport(self.spec, self.settings, self.statuses)
+        return _http_transport(self, self.spec)
 
     def classify(self, exc: BaseException) -> BridgeError:
         """Turn whatever the SDK or the OS raised into one `BridgeError` a model can act on.
 
-        Call it after the transport has closed, so a dead child's exit code is known.
+        Call it after the transport has closed, so a dead child's exit code is known. Header values
+        never appear in the result, even when the server quoted them back.
         """
+        error = self._classify(_leaves(exc))
+        secrets = list(self.spec.headers.values()) if isinstance(self.spec, HttpServerSpec) else []
+        return _clean(error, secrets)
+
+    def _classify(self, leaves: list[BaseException]) -> BridgeError:
         child, statuses = self.child, self.statuses
-        leaves = _leaves(exc)
         for leaf in leaves:
             if isinstance(leaf, BridgeError):
                 return leaf
-        if child is not None:
-            code = child.process.returncode
-            if child.oversized:
-                return BridgeError(
-                    "protocol_error", f"The server sent a message over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB; it was stopped."
-                )
-            if code is not None and not any(isinstance(leaf, TimeoutError) for leaf in leaves):
-                tail = child.stderr_tail()
-                last = f" Last stderr: {tail[-1]}" if tail else ""
-                return BridgeError(
-                    "child_exited", f"The server process exited with code {code}.{last}", exit_code=code, stderr_tail=tail
-                )
-        for leaf in leaves:
-            if isinstance(leaf, TimeoutError):
-                return BridgeError("timeout", "The server did not answer in time; it was stopped.")
+        if self.oversized:
+            too_large = f"The server sent a message over {MAX_MESSAGE_BYTES // _MIB} MiB; the session was closed."
+            return BridgeError("protocol_error", too_large)
+        if child is not None and (code := child.exit_code) is not None:
+            tail = child.stderr_tail()
+            last = f" Last stderr: {tail[-1]}" if tail else ""
+            return BridgeError(
+                "child_exited", f"The server process exited with code {code}.{last}", exit_code=code, stderr_tail=tail
+            )
+        if any(isinstance(leaf, TimeoutError | httpx2.TimeoutException) for leaf in leaves):
+            if child is not None and child.never_spoke_mcp:
+                return self._not_mcp(child)
+            stopped = "; it was stopped" if child is not None else ""
+            return BridgeError("timeout", f"The server did not answer within {self.settings.timeout:g} s{stopped}.")
+        if statuses and 300 <= statuses[-1] < 400 and self.redirect is not None:
+            return self.redirect.error()
         bad = [status for status in statuses if status >= 400]
         if bad:
             status = bad[-1]
@@ -264,10 +396,27 @@ class Connection:
                 return BridgeError("connect_failed", f"Cannot connect to the server: {type(leaf).__name__}: {leaf}")
         for leaf in leaves:
             if isinstance(leaf, MCPError):
-                if child is not None and child.non_json_lines:
-                    return BridgeError(
-                        "protocol_error", f"The server does not speak MCP over stdout ({leaf.message}).", non_json_lines=child.non_json_lines
-                    )
+                if child is not None and child.never_spoke_mcp:
+                    return self._not_mcp(child)
                 return BridgeError("protocol_error", f"MCP error from the server: {leaf.message}", mcp_code=leaf.code)
+        for leaf in leaves:
+            if isinstance(leaf, ValidationError):
+                first = leaf.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                errors = f"{leaf.title}, {_count(leaf.error_count(), 'error')}; first: {where}: {first['msg']}"
+                return BridgeError("protocol_error", f"The server's answer is not valid MCP ({errors}).")
         first = leaves[0]
         return BridgeError("protocol_error", f"The session failed: {type(first).__name__}: {first}")
+
+    def _not_mcp(self, child: _Child) -> BridgeError:
+        if child.non_json_lines:
+            lines = _count(child.non_json_lines, "line")
+            what = f"printed text that is not JSON-RPC ({lines}; first: {child.first_non_json!r})"
+        else:
+            what = f"answered only request ids the bridge never sent ({_count(child.stray_responses, 'answer')})"
+        return BridgeError(
+            "protocol_error",
+            f"The server does not speak MCP over stdio: it {what} and never answered a request.",
+            non_json_lines=child.non_json_lines,
+            stray_responses=child.stray_responses,
+        )
