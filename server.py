@@ -20,7 +20,6 @@ import socket
 import sys
 from typing import Annotated, Any, Union
 
-import anyio
 import uvicorn.config
 from fastmcp import FastMCP
 from fastmcp.server.auth import AuthProvider
@@ -199,7 +198,12 @@ def main(argv: list[str] | None = None, *, auth: AuthProvider | None = None) -> 
         if args.transport == "http":
             _serve_http(app, args.host, args.port, settings)
         else:
-            anyio.run(stdio_eras.serve_stdio, app)
+            # Served on the worker loop itself: a tool call then awaits its downstream session
+            # there, with no hop between threads (uvicorn keeps the main thread for its signals).
+            try:
+                bridge.runtime.run(lambda: stdio_eras.serve_stdio(app))
+            except KeyboardInterrupt:  # Ctrl-C: closing the bridge below stops serving and every child
+                return 130
     finally:
         bridge.close()
     return 0

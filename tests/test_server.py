@@ -4,23 +4,29 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import tty
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from bridge_proc import FOUR_TOOLS as FOUR_TOOLS_IN_ORDER
 from bridge_proc import MODERN, StdioPeer, initialize_params, modern_meta, stdio_bridge
-from helpers import fixture_path
+from helpers import fixture_path, pids_with_marker, wait_pids_gone
 
 ROOT = Path(__file__).resolve().parents[1]
 BRIDGE = str(Path(sys.executable).with_name("mcp-bridge"))
@@ -188,6 +194,94 @@ def test_bridge_exits_when_stdin_closes(dirs: dict[str, str]) -> None:
     with raw_bridge(dirs) as host:
         host.proc.stdin.close()  # type: ignore[union-attr]
         assert host.proc.wait(timeout=30) == 0
+
+
+# --- the stdio wire: pipes and sockets on the event loop, anything else through the SDK -------
+
+
+def test_ctrl_c_stops_a_stdio_bridge_at_once_and_its_children_with_it(dirs: dict[str, str]) -> None:
+    """SIGINT used to wait for one more line on stdin: the SDK's stdin reader is a thread, deaf to cancellation."""
+    marker = f"marker-{uuid.uuid4().hex}"
+    with stdio_bridge(bridge_env(dirs)) as peer:
+        peer.handshake()
+        echo = {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo"), marker])}
+        assert peer.result("tools/call", {"name": "mcp_add_server", "arguments": echo})["isError"] is False
+        call = {"server": "echo", "tool_name": "echo", "arguments_json": '{"text": "hi"}'}
+        called = peer.result("tools/call", {"name": "mcp_call_tool", "arguments": call})
+        children = pids_with_marker(marker)
+        peer.proc.send_signal(signal.SIGINT)
+        exit_code = peer.proc.wait(timeout=30)  # stdin stays open: only the signal can end it
+    assert called["isError"] is False
+    assert children
+    assert exit_code == 130
+    assert wait_pids_gone(children, timeout=30) == set()
+
+
+async def test_messages_larger_than_a_pipe_buffer_cross_stdio_whole_both_ways(dirs: dict[str, str]) -> None:
+    text = "".join(f"{n:07d}," for n in range(40_000))  # 320 kB: many reads in, many partial writes out
+    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs, MCP_MAX_CHARS="1000000"))
+    async with Client(params) as client:
+        added = await client.call_tool(
+            "mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo")])}
+        )
+        assert not added.is_error, call_text(added)
+        with anyio.fail_after(60):  # a line cut short would leave the client waiting for ever
+            echoed = await client.call_tool(
+                "mcp_call_tool", {"server": "echo", "tool_name": "echo", "arguments_json": json.dumps({"text": text})}
+            )
+    assert not echoed.is_error
+    assert call_text(echoed) == text
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads the bridge's descriptors from /proc")
+def test_while_serving_stdio_fd_0_reads_the_null_device_and_fd_1_writes_to_stderr(dirs: dict[str, str]) -> None:
+    """So a stray print or an inherited descriptor can never reach the wire (as the SDK's stdio does)."""
+    stderr_path = Path(dirs["MCP_WORKSPACE"]) / "bridge-stderr.log"
+    with stderr_path.open("wb") as stderr:
+        proc = subprocess.Popen([BRIDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=bridge_env(dirs))
+    host = RawStdioHost(proc)
+    try:
+        initialized = host.request("initialize", initialize_params("2025-11-25"))
+        descriptors = {fd: os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in (0, 1, 2)}
+        listed = host.request("tools/list", {})
+        proc.stdin.close()  # type: ignore[union-attr]
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+    assert "result" in initialized
+    assert descriptors[0] == os.devnull
+    assert descriptors[1] == descriptors[2] == str(stderr_path)
+    assert [tool["name"] for tool in listed["result"]["tools"]] == FOUR_TOOLS_IN_ORDER  # type: ignore[index]
+
+
+def test_a_terminal_on_stdout_is_served_through_the_sdk_stdio(dirs: dict[str, str]) -> None:
+    controller, terminal = pty.openpty()
+    tty.setraw(terminal)  # the line discipline must not turn "\n" into "\r\n"
+    proc = subprocess.Popen([BRIDGE], stdin=subprocess.PIPE, stdout=terminal, stderr=subprocess.DEVNULL, env=bridge_env(dirs))
+    os.close(terminal)
+    try:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params("2025-11-25")}
+        proc.stdin.write(json.dumps(request).encode() + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        received = b""
+        while b"\n" not in received:
+            assert select.select([controller], [], [], 60)[0], "no answer within 60 s"
+            chunk = os.read(controller, 65536)
+            assert chunk, "the bridge closed the terminal before answering"
+            received += chunk
+        proc.stdin.close()  # type: ignore[union-attr]
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(controller)
+    answer = json.loads(received.split(b"\n")[0])
+    assert answer["id"] == 1
+    assert answer["result"]["protocolVersion"] == "2025-11-25"
 
 
 @contextmanager
