@@ -20,10 +20,13 @@ import socket
 import sys
 from typing import Annotated, Any, Union
 
+import mcp_types as mt
 import uvicorn.config
 from fastmcp import FastMCP
+from fastmcp.exceptions import ValidationError as ArgumentError
 from fastmcp.server.auth import AuthProvider
 from fastmcp.server.auth.providers.debug import DebugTokenVerifier
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
@@ -31,7 +34,8 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 import config
 import shapes
 import stdio_eras
-from bridge.models import AddResult, CallResult, ErrorResult, RemoveResult, ServerList, ToolCatalog, ToolSchema
+from bridge import output
+from bridge.models import AddResult, BridgeError, CallResult, ErrorResult, RemoveResult, ServerList, ToolCatalog, ToolSchema
 from bridge.tools import Bridge, Reply
 
 INSTRUCTIONS = (
@@ -52,8 +56,33 @@ def output_schema(*success: type[BaseModel]) -> dict[str, Any]:
 
 def _result(reply: Reply) -> ToolResult:
     return ToolResult(
-        content=reply.text, structured_content=reply.data.model_dump(mode="json"), is_error=reply.is_error
+        content=reply.text, structured_content=reply.data.model_dump(mode="json", exclude_none=True), is_error=reply.is_error
     )
+
+
+class ArgumentErrors(Middleware):
+    """FastMCP's own argument checks (a wrong JSON type, a missing or unknown field) as `invalid_argument`.
+
+    FastMCP answers those with pydantic's text, which quotes each value (`input_value`: a header
+    secret, for one) and carries no structured content: this names the field and what is wrong only.
+    """
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        try:
+            return await call_next(context)
+        except ArgumentError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+                for error in exc.__cause__.errors(include_url=False, include_input=False)
+            )
+            data = BridgeError("invalid_argument", f"Invalid arguments for {context.message.name}: {problems}.").to_result()
+            return ToolResult(content=output.error(data), structured_content=data.model_dump(mode="json"), is_error=True)
 
 
 ServerName = Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")]
@@ -64,7 +93,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
     app = FastMCP(
         "mcp-bridge",
         instructions=INSTRUCTIONS,
-        middleware=[shapes.ToolShapeMiddleware(bridge.settings.tool_shape)],
+        middleware=[shapes.ToolShapeMiddleware(bridge.settings.tool_shape), ArgumentErrors()],
         auth=auth,
     )
 

@@ -104,7 +104,6 @@ def test_wrong_json_types_get_a_readable_tool_error_without_a_traceback(host: Ho
     assert host.registry.read_bytes() == before
 
 
-@pytest.mark.xfail(strict=True, reason="server.py: FastMCP's argument errors are unclassified and echo input_value (see report)")
 def test_a_wrong_json_type_is_invalid_argument_and_never_echoes_the_value(host: Host) -> None:
     result = host.call("mcp_add_server", {"name": "x", "url": "https://example.com/mcp", "headers_json": {"Authorization": CANARY}})
     assert result.is_error
