@@ -84,6 +84,7 @@ class Bridge:
         """`caller` names who drives this Bridge in the audit log: the host's model, or the CLI."""
         self.settings = settings
         self.caller = caller
+        self._digest_cache: dict[str, tuple[list[types.Tool], dict[str, str]]] = {}
         self.registry = Registry(
             path=settings.registry_path,
             legacy_path=settings.legacy_registry_path,
@@ -191,7 +192,7 @@ class Bridge:
 
     async def _drift(self, name: str, spec: ServerSpec, tools: list[types.Tool]) -> Drift | None:
         """How the tools differ from the first ones seen; the first listing records them."""
-        current = drift.digests(tools)
+        current = self._digests(name, tools)
         baseline = self.registry.baseline(name)
         if baseline is None or baseline.identity != drift.identity(spec):
             first = drift.Baseline(identity=drift.identity(spec), recorded_at=datetime.now(UTC), tools=current)
@@ -201,6 +202,18 @@ class Bridge:
                 logger.warning("drift baseline of %s not recorded: %s", name, exc.message)
                 return None
         return drift.compare(baseline, current)
+
+    def _digests(self, name: str, tools: list[types.Tool]) -> dict[str, str]:
+        """Digests of a catalog, computed once per fetched catalog (1000 tools cost ~10 ms to hash).
+
+        The cache holds the very Tool objects it hashed, so an identity match cannot be a reused id.
+        """
+        cached = self._digest_cache.get(name)
+        if cached is not None and len(cached[0]) == len(tools) and all(a is b for a, b in zip(cached[0], tools)):
+            return cached[1]
+        digests = drift.digests(tools)
+        self._digest_cache[name] = (list(tools), digests)
+        return digests
 
     def _policy(self, name: str) -> ToolPolicy | None:
         """The developer's tool policy for `name`: it binds the name, so a dynamic shadow cannot shed it."""
