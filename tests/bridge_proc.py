@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,10 @@ EVERYTHING = NODE_MODULES / "@modelcontextprotocol/server-everything/dist/index.
 FOUR_TOOLS = ["mcp_list_tools", "mcp_call_tool", "mcp_add_server", "mcp_remove_server"]
 MODERN = "2026-07-28"
 ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @contextmanager
@@ -96,7 +101,14 @@ class StdioPeer:
 @contextmanager
 def stdio_bridge(env: dict[str, str]) -> Iterator[StdioPeer]:
     proc = subprocess.Popen(
-        [BRIDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        [BRIDGE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        # As a host starts it: a test suite run as a background job inherits SIGINT ignored, and
+        # Python then never turns Ctrl-C into KeyboardInterrupt.
+        preexec_fn=_default_sigint,
     )
     try:
         yield StdioPeer(proc)
