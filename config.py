@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bridge import secrets
@@ -132,3 +132,12 @@ class Settings(BaseSettings):
     def legacy_registry_path(self) -> Path:
         """The registry's old home inside the workspace; its entries are adopted once, at start."""
         return self.workspace / "tool_mcp" / "servers.json"
+
+
+def describe_error(exc: ValidationError) -> str:
+    """Name each bad setting and what is wrong, never the value given: it may be a secret."""
+    messages = []
+    for error in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(part) for part in error["loc"])
+        messages.append(f"{field} (MCP_{field.upper()}): {error['msg']}")
+    return "; ".join(messages)

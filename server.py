@@ -181,15 +181,6 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _describe(exc: ValidationError) -> str:
-    """Name each bad setting and what is wrong, never the value given: it may be a secret."""
-    messages = []
-    for error in exc.errors(include_url=False, include_input=False):
-        field = ".".join(str(part) for part in error["loc"])
-        messages.append(f"{field} (MCP_{field.upper()}): {error['msg']}")
-    return "; ".join(messages)
-
-
 def _bearer_token_auth(token: str) -> AuthProvider:
     """FastMCP's verifier with a constant-time comparison (its StaticTokenVerifier looks tokens up in a dict)."""
     expected = token.encode()
@@ -203,7 +194,7 @@ def main(argv: list[str] | None = None, *, auth: AuthProvider | None = None) -> 
     try:
         settings = config.Settings()
     except ValidationError as exc:
-        print(f"mcp-bridge: invalid configuration: {_describe(exc)}", file=sys.stderr)
+        print(f"mcp-bridge: invalid configuration: {config.describe_error(exc)}", file=sys.stderr)
         return 2
     if settings.auth_token is not None:
         if auth is not None:

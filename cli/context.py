@@ -19,11 +19,7 @@ def load_settings(**overrides: Any) -> config.Settings:
     try:
         return config.Settings(**overrides)
     except ValidationError as exc:
-        problems = [
-            f"{'.'.join(map(str, error['loc']))} (MCP_{'_'.join(map(str, error['loc'])).upper()}): {error['msg']}"
-            for error in exc.errors(include_url=False, include_input=False)
-        ]
-        raise CliError(f"invalid configuration: {'; '.join(problems)}") from None
+        raise CliError(f"invalid configuration: {config.describe_error(exc)}") from None
 
 
 @contextmanager
