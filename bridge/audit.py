@@ -81,13 +81,12 @@ class AuditLog:
 
 
 def read_entries(
-    state_dir: Path, since: datetime | None = None, until: datetime | None = None
+    directory: Path, since: datetime | None = None, until: datetime | None = None
 ) -> Iterator[dict[str, Any]]:
     """Entries with `since <= time < until`, oldest first; naive bounds are taken as UTC.
 
     Lines that do not parse (a torn last line after a crash) are skipped with a warning.
     """
-    directory = state_dir / "audit"
     rotated = [path for path in directory.glob(f"{FILE_NAME}.*") if path.suffix[1:].isdigit()]
     rotated.sort(key=lambda path: int(path.suffix[1:]), reverse=True)  # the highest number is the oldest
     low, high = _utc(since), _utc(until)

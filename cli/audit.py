@@ -37,7 +37,7 @@ def export(args: argparse.Namespace) -> int:
     if args.since and args.until and _aware(args.since) >= _aware(args.until):
         raise CliError("--since must be earlier than --until")
     settings = load_settings()
-    for entry in read_entries(settings.state_dir, args.since, args.until):
+    for entry in read_entries(settings.audit_dir, args.since, args.until):
         print(json.dumps(entry, ensure_ascii=False))
     return 0
 

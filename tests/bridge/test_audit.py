@@ -66,7 +66,7 @@ def test_the_log_is_bounded_by_rotation_and_keeps_the_newest(make_bridge: MakeBr
     files = sorted(path.name for path in (bridge_dirs.state / "audit").glob(f"{FILE_NAME}*"))
     assert files == [FILE_NAME, f"{FILE_NAME}.1", f"{FILE_NAME}.2"]
     assert all((bridge_dirs.state / "audit" / name).stat().st_size <= 10_000 for name in files)
-    kept = list(read_entries(bridge_dirs.state))
+    kept = list(read_entries(bridge_dirs.state / "audit"))
     assert kept[-1]["server"] == "server-299"
     assert [e["server"] for e in kept] == [f"server-{i}" for i in range(300 - len(kept), 300)]  # oldest first, no gap
 
@@ -86,7 +86,7 @@ def test_two_processes_appending_at_once_lose_no_line(bridge_dirs: BridgeDirs) -
     )
     writers = [subprocess.Popen([sys.executable, "-c", script, name]) for name in ("a", "b", "c")]
     assert [writer.wait(timeout=60) for writer in writers] == [0, 0, 0]
-    ids = [entry["call_id"] for entry in read_entries(bridge_dirs.state)]
+    ids = [entry["call_id"] for entry in read_entries(bridge_dirs.state / "audit")]
     assert sorted(ids) == sorted(f"{name}-{index}" for name in "abc" for index in range(200))
     for name in "abc":  # each writer's own lines stay in order across rotations
         assert [i for i in ids if i.startswith(f"{name}-")] == [f"{name}-{index}" for index in range(200)]
@@ -101,7 +101,7 @@ def test_export_takes_a_time_range_and_skips_a_torn_line(bridge_dirs: BridgeDirs
         )
     with (bridge_dirs.state / "audit" / FILE_NAME).open("a") as torn:
         torn.write('{"time": "2026-01-01T0')
-    picked = read_entries(bridge_dirs.state, since=start + timedelta(hours=1), until=datetime(2026, 1, 1, 4))
+    picked = read_entries(bridge_dirs.state / "audit", since=start + timedelta(hours=1), until=datetime(2026, 1, 1, 4))
     assert [entry["call_id"] for entry in picked] == ["1", "2", "3"]
 
 
