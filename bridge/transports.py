@@ -39,7 +39,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from bridge.models import BridgeError, HttpServerSpec, ServerSpec, StdioServerSpec
-from sandbox import SandboxConfig, SandboxUnavailable, prepare_launch
+from sandbox import CommandNotFound, SandboxConfig, SandboxUnavailable, prepare_launch
 
 logger = logging.getLogger("mcp_bridge.transports")
 
@@ -151,6 +151,8 @@ async def _stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asy
         )
     except SandboxUnavailable as exc:
         raise BridgeError("spawn_failed", f"Cannot start a sandboxed stdio server: {exc}") from None
+    except CommandNotFound as exc:
+        raise BridgeError("spawn_failed", f"Cannot start the stdio server: {exc}", command=spec.command) from None
     try:
         process = await anyio.open_process(
             [launch.command, *launch.args], env=launch.env, cwd=launch.cwd, start_new_session=True

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +37,7 @@ from bridge.tools import Bridge
 from cli.context import load_settings, open_bridge, succeeded
 from cli.errors import CliError, Exit, add_command
 from cli.render import table
+from sandbox.command import CommandNotFound, resolve_command
 from sandbox.environment import is_forbidden
 
 Action = Literal["add", "replace", "skip", "refuse"]
@@ -141,14 +141,10 @@ def _resolve_command(command: object) -> str:
     """Resolved now, on this PATH: the sandboxed child gets no PATH lookup of its own."""
     if not isinstance(command, str) or not command:
         raise _Refused("command must be a non-empty string")
-    if os.path.isabs(command):
-        return command
-    if os.sep in command:
-        raise _Refused(f"command {command!r} is a relative path; give it as an absolute path")
-    found = shutil.which(command)
-    if found is None:
-        raise _Refused(f"command {command!r} is not on PATH")
-    return os.path.abspath(found)
+    try:
+        return resolve_command(command, path_env=os.environ.get("PATH", os.defpath))
+    except CommandNotFound as exc:
+        raise _Refused(str(exc)) from None
 
 
 def _env_notes(env: object, prefixes: tuple[str, ...]) -> list[str]:

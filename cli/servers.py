@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from bridge import validation
@@ -28,6 +28,7 @@ from bridge.models import (
 from cli.context import load_settings, open_bridge, succeeded
 from cli.errors import CliError, add_command
 from cli.render import table
+from sandbox.command import CommandNotFound, resolve_command
 
 REDACTED = "<redacted>"
 
@@ -159,12 +160,10 @@ def _headers(values: list[str]) -> dict[str, str]:
 
 def _absolute_command(command: str) -> str:
     """What a host does with a command: a bare name from PATH, a relative path from the current directory."""
-    if os.sep in command:
-        return os.path.abspath(command)
-    found = shutil.which(command)
-    if found is None:
-        raise CliError(f"command {command!r} is not on PATH")
-    return os.path.abspath(found)
+    try:
+        return resolve_command(command, path_env=os.environ.get("PATH", os.defpath), base=Path.cwd())
+    except CommandNotFound as exc:
+        raise CliError(str(exc)) from None
 
 
 def add_server(args: argparse.Namespace) -> int:

@@ -6,7 +6,8 @@ here), `launch` (the only impure part). The bridge hands the returned `Launch` t
 stdio transport unchanged.
 """
 
+from sandbox.command import CommandNotFound, resolve_command
 from sandbox.errors import InvalidWorkspace, SandboxUnavailable
 from sandbox.launch import Launch, SandboxConfig, prepare_launch
 
-__all__ = ["InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch"]
+__all__ = ["CommandNotFound", "InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch", "resolve_command"]

@@ -11,7 +11,6 @@ import functools
 import logging
 import os
 import pwd
-import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -19,13 +18,14 @@ from pathlib import Path
 from typing import Literal
 
 from sandbox.bubblewrap import bwrap_argv
+from sandbox.command import CommandNotFound, resolve_command
 from sandbox.environment import DEFAULT_PATH, child_environment
 from sandbox.errors import InvalidWorkspace, SandboxUnavailable
 from sandbox.policy import build_policy
 from sandbox.probe import select_backend
 from sandbox.seatbelt import sandbox_exec_argv
 
-__all__ = ["InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch"]
+__all__ = ["CommandNotFound", "InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch"]
 
 log = logging.getLogger("mcp_bridge.sandbox")
 
@@ -74,7 +74,7 @@ def prepare_launch(
     """Wrap `command args` for the configured backend.
 
     Raises `SandboxUnavailable` (no backend works; says how to install one), `InvalidWorkspace`
-    (a subclass: the workspace or a write path would expose a secret) and `FileNotFoundError`
+    (a subclass: the workspace or a write path would expose a secret) and `CommandNotFound`
     (a bare command name not found on the child's PATH).
     """
     as_root = os.geteuid() == 0
@@ -143,11 +143,4 @@ def _environment(
 
 def _absolute(command: str, path_env: str) -> str:
     """Absolute commands pass; a bare name is looked up on the child's (sanitised) PATH."""
-    if os.path.isabs(command):
-        return command
-    found = None if os.sep in command else shutil.which(command, path=path_env)
-    if found is None:
-        raise FileNotFoundError(
-            f"command {command!r} is neither absolute nor found on the child's PATH ({path_env})"
-        )
-    return found
+    return resolve_command(command, path_env=path_env)

@@ -12,7 +12,7 @@ import pytest
 from mcp.client.stdio import get_default_environment
 from sandbox_box import Box
 
-from sandbox import InvalidWorkspace, SandboxUnavailable
+from sandbox import CommandNotFound, InvalidWorkspace, SandboxUnavailable
 from sandbox.probe import select_backend
 
 
@@ -59,7 +59,7 @@ def test_bare_command_is_resolved_on_the_child_path(box: Box) -> None:
 
 @pytest.mark.bwrap
 def test_unknown_bare_command_raises_file_not_found(box: Box) -> None:
-    with pytest.raises(FileNotFoundError, match="no-such-mcp-server"):
+    with pytest.raises(CommandNotFound, match="no-such-mcp-server"):
         box.launch("no-such-mcp-server", [], backend="bubblewrap")
 
 
