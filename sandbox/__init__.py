@@ -2,12 +2,12 @@
 
 Layout: `policy` (data: what a child may do), `bubblewrap` and `seatbelt` (pure renderers of a
 policy into argv), `environment` (the scrubbed child environment), `probe` (which backend works
-here), `launch` (the only impure part). The bridge hands the returned `Launch` to the MCP SDK's
-stdio transport unchanged.
+here), `command` (how a command becomes the absolute program to run), `launch` (the only impure
+part). The bridge spawns the returned `Launch` itself.
 """
 
 from sandbox.command import CommandNotFound, resolve_command
 from sandbox.errors import InvalidWorkspace, SandboxUnavailable
-from sandbox.launch import Launch, SandboxConfig, prepare_launch
+from sandbox.launch import Launch, SandboxConfig, prepare_launch, probe
 
-__all__ = ["CommandNotFound", "InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch", "resolve_command"]
+__all__ = ["CommandNotFound", "InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch", "probe", "resolve_command"]

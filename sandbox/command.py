@@ -30,5 +30,5 @@ def resolve_command(command: str, *, path_env: str, base: Path | None = None) ->
         return os.path.abspath(base / command)
     found = shutil.which(command, path=path_env)
     if found is None:
-        raise CommandNotFound(f"command {command!r} is neither absolute nor found on PATH ({path_env})")
+        raise CommandNotFound(f"command {command!r} is not on PATH")
     return os.path.abspath(found)

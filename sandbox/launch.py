@@ -2,7 +2,7 @@
 
 The one impure module of the package: it reads the bridge's environment, probes the backend,
 makes sure the state dir exists (a mask can only hide what exists), and on macOS creates the
-child's private temp dir. The returned `Launch` goes to the MCP SDK's stdio transport unchanged.
+child's private temp dir. The bridge spawns the returned `Launch` itself (`bridge.downstream.stdio`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sandbox.policy import build_policy
 from sandbox.probe import select_backend
 from sandbox.seatbelt import sandbox_exec_argv
 
-__all__ = ["CommandNotFound", "InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch"]
+__all__ = ["CommandNotFound", "InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch", "probe"]
 
 log = logging.getLogger("mcp_bridge.sandbox")
 
@@ -119,6 +119,22 @@ def prepare_launch(
     argv = sandbox_exec_argv(policy, [executable, *args], tmpdir=tmpdir)
     env = make_env(tmpdir=str(tmpdir))
     return Launch(argv[0], argv[1:], env, str(cwd), backend=backend.name, cleanup_paths=(tmpdir,))
+
+
+def probe(config: SandboxConfig) -> SandboxUnavailable | None:
+    """Probe the backend now, once per process (the result is cached), so that no spawn waits for
+    it on the event loop; the problem, if no backend works."""
+    try:
+        select_backend(
+            config.backend,
+            platform=sys.platform,
+            path_env=os.environ.get("PATH", DEFAULT_PATH),
+            workspace=config.workspace,
+            as_root=os.geteuid() == 0,
+        )
+    except SandboxUnavailable as exc:
+        return exc
+    return None
 
 
 def _home() -> Path:

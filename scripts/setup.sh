@@ -16,7 +16,14 @@ ensure_debian_packages() {
 }
 
 ensure_venv() {
-    local extras="${1:-}"
+    # Installs only when pyproject.toml changed since the last install, or extras are asked for that
+    # it did not install (a stamp in .venv), so that starting the bridge does not reinstall it each time.
+    local extras="${1:-}" stamp=.venv/.mcp-bridge-installed hash installed=""
     [ -x .venv/bin/python ] || python3 -m venv .venv >&2
+    hash="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+    [ -f "$stamp" ] && installed="$(cat "$stamp")"
+    [ "$installed" = "$hash ${extras}" ] && return 0
+    [ -z "$extras" ] && [ "${installed%% *}" = "$hash" ] && return 0
     .venv/bin/python -m pip install -q --disable-pip-version-check -e ".${extras}" >&2
+    printf '%s\n' "$hash ${extras}" > "$stamp"
 }

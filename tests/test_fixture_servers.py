@@ -10,11 +10,16 @@ import urllib.error
 import urllib.request
 
 import pytest
+from helpers import (
+    descendants,
+    fixture_path,
+    pids_with_marker,
+    start_http_fixture,
+    wait_pids_gone,
+)
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
-
-from helpers import descendants, fixture_path, pids_with_marker, start_http_fixture, wait_pids_gone
 
 
 def stdio(script: str, *args: str, env: dict[str, str] | None = None) -> StdioServerParameters:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cli.main import main
+from bridge.cli.main import main
 
 BRIDGE = str(Path(sys.executable).with_name("mcp-bridge"))
 
@@ -41,6 +41,20 @@ class CliDirs:
     @property
     def state(self) -> Path:
         return self.base / "state"
+
+    @property
+    def config(self) -> Path:
+        """The developer's config file the CLI reads (`MCP_CONFIG`)."""
+        return self.base / "config.py"
+
+    def provision(self, servers: dict[str, Any]) -> None:
+        """Make `servers` the developer's MCP_SERVERS."""
+        self.config.write_text(f"MCP_SERVERS = {servers!r}\n")
+
+    def provisioned(self) -> dict[str, Any]:
+        from bridge.settings import developer_servers
+
+        return developer_servers(self.config)
 
     @property
     def registry(self) -> Path:

@@ -8,22 +8,12 @@ private /tmp, so a workspace there would not be the one the child sees.
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-# Import the real `cli` package before tests/ can shadow it: tests/cli (no __init__.py) would
-# otherwise be found first as a namespace package of the same name.
-import cli.main as _load_real_cli_first  # noqa: F401
-
-TESTS_DIR = str(Path(__file__).resolve().parents[1])
-if TESTS_DIR not in sys.path:  # pyproject's pythonpath may already hold it
-    sys.path.append(TESTS_DIR)
-
-from cli_support import CliDirs, RunCli, run_in_process  # noqa: E402
+from cli_support import CliDirs, RunCli, run_in_process
 
 _SETTINGS_TOUCHED = ("MCP_CHILD_ENV_PREFIXES", "MCP_ALLOW_DYNAMIC", "MCP_ALLOWED_TRANSPORTS", "MCP_SESSION_IDLE_S")
 
@@ -36,6 +26,8 @@ def cli_dirs(monkeypatch: pytest.MonkeyPatch) -> Iterator[CliDirs]:
     monkeypatch.setenv("MCP_WORKSPACE", str(dirs.workspace))
     monkeypatch.setenv("MCP_STATE_DIR", str(dirs.state))
     monkeypatch.setenv("MCP_TIMEOUT", "30")
+    monkeypatch.setenv("MCP_CONFIG", str(dirs.config))
+    dirs.provision({})
     for name in _SETTINGS_TOUCHED:
         monkeypatch.delenv(name, raising=False)
     try:

@@ -12,7 +12,7 @@ import pytest
 from bridge_proc import FOUR_TOOLS, StdioPeer
 from cli_support import BRIDGE, CliDirs, RunCli
 
-from cli import desktop
+from bridge.cli import desktop
 
 # What a macOS GUI app such as Claude Desktop hands a server besides the entry's own env.
 GUI_ENV = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": "/root", "USER": "root", "LOGNAME": "root"}
@@ -46,7 +46,11 @@ def test_printed_entry_starts_the_bridge_from_root_with_a_bare_env(cli: RunCli, 
     assert entry == {
         "command": BRIDGE,
         "args": [],
-        "env": {"MCP_WORKSPACE": str(cli_dirs.workspace), "MCP_STATE_DIR": str(cli_dirs.state)},
+        "env": {
+            "MCP_WORKSPACE": str(cli_dirs.workspace),
+            "MCP_STATE_DIR": str(cli_dirs.state),
+            "MCP_CONFIG": str(cli_dirs.config),  # the developer's servers, found from / too
+        },
     }
     assert not cli_dirs.registry.exists()
     assert start_like_claude_desktop(entry) == FOUR_TOOLS
@@ -60,10 +64,10 @@ def test_without_a_script_beside_python_the_entry_runs_python_m_cli(
     lone.parent.mkdir()
     lone.symlink_to(sys.executable)
     monkeypatch.setattr(sys, "executable", str(lone))
-    assert desktop.bridge_command() == [str(lone), "-m", "cli"]
+    assert desktop.bridge_command() == [str(lone), "-m", "bridge.cli"]
     monkeypatch.undo()
     dirs = {"MCP_WORKSPACE": str(cli_dirs.workspace), "MCP_STATE_DIR": str(cli_dirs.state)}
-    entry = {"command": sys.executable, "args": ["-m", "cli"], "env": dirs}
+    entry = {"command": sys.executable, "args": ["-m", "bridge.cli"], "env": dirs}
     assert start_like_claude_desktop(entry) == FOUR_TOOLS
 
 
@@ -71,10 +75,24 @@ def test_relative_options_are_printed_absolute(cli: RunCli, cli_dirs: CliDirs, m
     monkeypatch.chdir(cli_dirs.base)
     ran = cli("config", "claude-desktop", "--name", "bridge", "--workspace", "ws", "--state-dir", "other-state")
     entry = ran.json()["mcpServers"]["bridge"]
-    assert entry["env"] == {"MCP_WORKSPACE": str(cli_dirs.workspace), "MCP_STATE_DIR": str(cli_dirs.base / "other-state")}
+    assert entry["env"] == {
+        "MCP_WORKSPACE": str(cli_dirs.workspace),
+        "MCP_STATE_DIR": str(cli_dirs.base / "other-state"),
+        "MCP_CONFIG": str(cli_dirs.config),
+    }
     assert Path(entry["command"]).is_absolute()
 
 
 def test_a_missing_workspace_exits_2(cli: RunCli, cli_dirs: CliDirs) -> None:
     ran = cli("config", "claude-desktop", "--workspace", str(cli_dirs.base / "nope"))
     assert ran.code == 2 and "is not an existing directory" in ran.err and ran.out == ""
+
+
+@pytest.mark.parametrize("workspace", ["/", "home"])
+def test_a_workspace_at_root_or_home_is_refused_not_printed(
+    cli: RunCli, cli_dirs: CliDirs, monkeypatch: pytest.MonkeyPatch, workspace: str
+) -> None:
+    monkeypatch.setenv("HOME", str(cli_dirs.base))
+    ran = cli("config", "claude-desktop", "--workspace", "/" if workspace == "/" else str(cli_dirs.base))
+    assert ran.code == 2 and ran.out == ""
+    assert "MCP_WORKSPACE is the" in ran.err and '"MCP_WORKSPACE": "/"' not in ran.out

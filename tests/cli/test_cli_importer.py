@@ -12,7 +12,7 @@ import pytest
 from cli_support import CliDirs, RunCli
 from helpers import fixture_path
 
-from cli.importer import strip_jsonc
+from bridge.cli.importer import strip_jsonc
 
 ENV_SECRET = "env-value-that-must-not-be-stored"
 HEADER_SECRET = "Bearer header-value-never-printed"
@@ -79,11 +79,11 @@ def test_env_covered_by_child_env_prefixes_is_imported_without_its_values(
     ("prefixes", "env", "reason"),
     [
         ("", {"API_MODE": "x"}, "needs env API_MODE, which a dynamic server cannot carry; add the server to "
-         "config.MCP_SERVERS or allow the prefix via MCP_CHILD_ENV_PREFIXES"),
+         "the developer's MCP_SERVERS or allow the prefix via MCP_CHILD_ENV_PREFIXES"),
         ("LITE_", {"LITE_MODE": "x", "OTHER": "y"}, "needs env OTHER, which a dynamic server cannot carry; add the "
-         "server to config.MCP_SERVERS or allow the prefix via MCP_CHILD_ENV_PREFIXES"),
+         "server to the developer's MCP_SERVERS or allow the prefix via MCP_CHILD_ENV_PREFIXES"),
         ("LITE_", {"LITE_API_KEY": "x"}, "needs env LITE_API_KEY, which a dynamic server cannot carry; add the server "
-         "to config.MCP_SERVERS (credential-looking names pass no prefix)"),
+         "to the developer's MCP_SERVERS (credential-looking names pass no prefix)"),
     ],
     ids=["no-prefix", "one-uncovered", "credential-under-prefix"],
 )
@@ -183,9 +183,7 @@ def test_existing_names_are_skipped_unless_replace(cli: RunCli, cli_dirs: CliDir
 
 
 def test_replacing_a_provisioned_name_notes_the_shadow(cli: RunCli, cli_dirs: CliDirs, monkeypatch: pytest.MonkeyPatch) -> None:
-    import config
-
-    monkeypatch.setitem(config.MCP_SERVERS, "dev", {"transport": "http", "url": "https://dev.example/mcp"})
+    cli_dirs.provision({"dev": {"transport": "http", "url": "https://dev.example/mcp"}})
     ran = cli("import", host_config(cli_dirs, {"dev": {"url": "https://x.example/mcp"}}), "--replace", "--json")
     assert plan(ran)["dev"]["notes"] == ["shadows the developer's config entry of that name until removed"]
     assert cli("servers", "show", "dev", "--json").json()["origin"] == "dynamic (shadows config)"
@@ -194,7 +192,7 @@ def test_replacing_a_provisioned_name_notes_the_shadow(cli: RunCli, cli_dirs: Cl
 def test_a_disabled_transport_is_not_imported(cli: RunCli, cli_dirs: CliDirs, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_ALLOWED_TRANSPORTS", "http")
     ran = cli("import", host_config(cli_dirs, {"echo": {"command": sys.executable, "args": [fixture_path("echo")]}}), "--json")
-    assert plan(ran)["echo"]["reason"] == "stdio servers are disabled here (MCP_ALLOWED_TRANSPORTS)"
+    assert plan(ran)["echo"]["reason"] == "stdio servers are disabled here (MCP_ALLOWED_TRANSPORTS)."
 
 
 def test_a_failed_write_stops_the_import_with_its_exit_code(cli: RunCli, cli_dirs: CliDirs, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,3 +218,12 @@ def test_an_unusable_file_exits_2(cli: RunCli, cli_dirs: CliDirs, content: str |
         path.write_text(content)
     ran = cli("import", str(path))
     assert ran.code == 2 and message in ran.err
+
+
+def test_an_entry_marked_disabled_is_skipped_and_said_so(cli: RunCli, cli_dirs: CliDirs) -> None:
+    servers = {"off": {"url": "https://off.example/mcp", "disabled": True}, "on": {"url": "https://on.example/mcp", "disabled": False}}
+    ran = cli("import", host_config(cli_dirs, servers), "--json")
+    entries = plan(ran)
+    assert entries["off"]["action"] == "skip" and "disabled" in entries["off"]["reason"]
+    assert entries["on"]["action"] == "add"
+    assert list(cli_dirs.registry_entries()) == ["on"]

@@ -9,8 +9,8 @@ import pytest
 from bridge_proc import FOUR_TOOLS, host_env, http_bridge, http_peer, stdio_bridge
 from cli_support import BRIDGE, CliDirs, RunCli, run_script
 
-from bridge.models import ErrorCode
-from cli.errors import EXIT_FOR_CODE, Exit
+from bridge.cli.errors import EXIT_FOR_CODE, Exit
+from bridge.errors import ErrorCode
 
 COMMANDS = [
     ["servers"],

@@ -13,9 +13,9 @@ from bridge_proc import EVERYTHING
 from cli_support import CliDirs, RunCli
 from helpers import fixture_path
 
-import config
+from bridge.cli.probe import TASK_ONLY
+from bridge.settings import Settings
 from bridge.tools import Bridge
-from cli.probe import TASK_ONLY
 
 HOSTILE_FINDINGS = {  # tool: (chatgpt status, claude status, a phrase of each drop reason)
     "claude_ready": ("warn", "ok", []),
@@ -63,7 +63,7 @@ def test_server_everything_imported_from_claude_desktop_config(cli: RunCli, cli_
 
 def test_one_row_per_tool_mcp_list_tools_lists(cli: RunCli, cli_dirs: CliDirs) -> None:
     assert cli("servers", "add", "everything", "--", "node", str(EVERYTHING)).code == 0
-    bridge = Bridge(config.Settings(), config.MCP_SERVERS)
+    bridge = Bridge(Settings(), cli_dirs.provisioned())
     try:
         catalog = bridge.list_tools("everything").data
     finally:

@@ -12,7 +12,7 @@ import pytest
 from cli_support import CliDirs, RunCli
 from helpers import fixture_path
 
-import config
+from bridge.settings import Settings
 from bridge.tools import Bridge
 
 SECRET = "Bearer s3cr3t-cli-test-value"
@@ -21,7 +21,7 @@ SECRET = "Bearer s3cr3t-cli-test-value"
 @pytest.fixture
 def tool_bridge(cli_dirs: CliDirs) -> Iterator[Bridge]:
     """The bridge the four tools run on, over the same env as the CLI."""
-    bridge = Bridge(config.Settings(), config.MCP_SERVERS)
+    bridge = Bridge(Settings(), cli_dirs.provisioned())
     try:
         yield bridge
     finally:
@@ -29,10 +29,10 @@ def tool_bridge(cli_dirs: CliDirs) -> Iterator[Bridge]:
 
 
 @pytest.fixture
-def provisioned(monkeypatch: pytest.MonkeyPatch) -> str:
+def provisioned(cli_dirs: CliDirs) -> str:
     """A developer-provisioned stdio server carrying an env secret."""
     entry = {"transport": "stdio", "command": sys.executable, "args": [fixture_path("echo")], "env": {"DEV_VALUE": "hunter2-env"}}
-    monkeypatch.setitem(config.MCP_SERVERS, "dev", entry)
+    cli_dirs.provision({"dev": entry})
     return "dev"
 
 
@@ -180,11 +180,15 @@ def test_an_unreadable_registry_lists_the_config_servers_with_a_warning(
     assert "warning: The registry of added servers cannot be read" in ran.err
 
 
-def test_show_gives_the_tool_policy_that_binds_the_name(
-    cli: RunCli, provisioned: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    entry = {**config.MCP_SERVERS[provisioned], "tools": {"deny": ["write_*"], "read_only": True}}
-    monkeypatch.setitem(config.MCP_SERVERS, provisioned, entry)
+def test_show_gives_the_tool_policy_that_binds_the_name(cli: RunCli, cli_dirs: CliDirs, provisioned: str) -> None:
+    entry = {**cli_dirs.provisioned()[provisioned], "tools": {"deny": ["write_*"], "read_only": True}}
+    cli_dirs.provision({provisioned: entry})
     cli("servers", "add", provisioned, "--url", "https://x.example/mcp")  # a shadow is bound too
     policy = cli("servers", "show", provisioned, "--json").json()["tool_policy"]
     assert policy == {"allow": [], "deny": ["write_*"], "read_only": True}
+
+
+def test_what_the_bridge_tells_a_model_to_do_reads_as_a_command_in_the_cli(cli: RunCli) -> None:
+    ran = cli("servers", "show", "nope")
+    assert ran.code == 3
+    assert "Run `mcp-bridge servers list` to see them." in ran.err and "mcp_list_tools" not in ran.err

@@ -42,9 +42,10 @@ from typing import Any
 import pytest
 from sandbox_box import SECRET, visible_python
 
-from bridge.models import CallResult, ErrorResult
+from bridge.errors import ErrorResult
+from bridge.models import CallResult
+from bridge.settings import Settings
 from bridge.tools import Bridge, Reply
-from config import Settings
 
 # tests/helpers.py: tests/ is on sys.path only once a module directly under it was collected.
 if str(Path(__file__).resolve().parents[1]) not in sys.path:

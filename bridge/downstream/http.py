@@ -1,0 +1,97 @@
+"""The Streamable HTTP transport, watched: every status, every redirect, every body capped.
+
+HTTP bodies are never decompressed (the bridge asks for `identity`), so the bytes read are the
+memory used; one JSON body or SSE event is held to `MAX_MESSAGE_BYTES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import httpx2
+from mcp.client.streamable_http import streamable_http_client
+
+from bridge.downstream.framing import MAX_MESSAGE_BYTES
+from bridge.errors import BridgeError
+from bridge.internals import TransportStreams, create_mcp_http_client
+from bridge.models import HttpServerSpec
+
+if TYPE_CHECKING:
+    from bridge.downstream.connection import Connection
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """A redirect answer; when it is the last answer, the SDK did not follow it."""
+
+    status: int
+    target: str
+    loop: bool  # it points back to a URL already requested
+
+    def error(self) -> BridgeError:
+        """`http_error`, not `connect_failed`: the server is reachable and answered; retrying cannot help."""
+        if self.loop:
+            message = f"The server redirects in a loop (HTTP {self.status} to {self.target}); check the URL."
+        else:
+            message = (
+                f"The server redirected (HTTP {self.status} to {self.target}); the bridge follows only redirects "
+                "that stay on the same origin and keep the method. Register that URL if it is the MCP endpoint."
+            )
+        return BridgeError("http_error", message, status=self.status, redirect_loop=self.loop)
+
+
+class _MessageTooLarge(httpx2.StreamError):
+    """A response body over `MAX_MESSAGE_BYTES`. A `StreamError`, because that is what the SDK
+    turns into a JSON-RPC error for the request it answers, instead of failing the whole session."""
+
+
+class _CappedBody(httpx2.AsyncByteStream):
+    """A response body that fails once it has yielded more than `MAX_MESSAGE_BYTES`."""
+
+    def __init__(self, stream: httpx2.AsyncByteStream, connection: Connection) -> None:
+        self._stream = stream
+        self._connection = connection
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._stream:
+            size += len(chunk)
+            if size > MAX_MESSAGE_BYTES:
+                self._connection.oversized = True
+                raise _MessageTooLarge(f"The response body is over {MAX_MESSAGE_BYTES // _MIB} MiB.")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+@asynccontextmanager
+async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncIterator[TransportStreams]:
+    async def watch(response: httpx2.Response) -> None:
+        """Record what came back; never decode, and cap every body but an event stream (the SDK caps each event)."""
+        connection.statuses.append(response.status_code)
+        sent_to = response.request.url.copy_with(fragment=None)
+        connection.requested.add(str(sent_to))
+        if response.has_redirect_location:
+            target = sent_to.join(response.headers["location"]).copy_with(fragment=None)
+            connection.redirect = Redirect(
+                status=response.status_code,
+                target=str(target.copy_with(userinfo=b"", query=None)),  # query and userinfo may hold secrets
+                loop=str(target) in connection.requested,
+            )
+        response.headers.pop("content-encoding", None)
+        if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+            response.stream = _CappedBody(response.stream, connection)
+
+    headers = {name: value for name, value in spec.headers.items() if name.lower() != "accept-encoding"}
+    headers["Accept-Encoding"] = "identity"
+    client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(connection.settings.timeout))
+    client.event_hooks["response"] = [watch]
+    transport = streamable_http_client(spec.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES)
+    async with client, transport as streams:
+        yield streams

@@ -1,0 +1,213 @@
+"""The stdio transport: one sandboxed child, spawned and framed by the bridge itself.
+
+The bridge spawns the child instead of using the SDK's `stdio_client`, because it must know what
+the SDK keeps private: the child's exit code and the last lines of its stderr (for
+`child_exited`), a cap on one stdout message (a flood cannot exhaust memory), whether the child
+ever answered a request (a program that is not an MCP server is a `protocol_error`, not a
+`timeout`), and an immediate kill of the whole process group when a call is cancelled or times out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import mcp_types as types
+from anyio.abc import Process
+from mcp.shared.message import SessionMessage
+
+from bridge.downstream.framing import MAX_MESSAGE_BYTES, LineFramer, LineTooLong, encode
+from bridge.errors import BridgeError
+from bridge.internals import TransportStreams
+from bridge.models import StdioServerSpec
+from sandbox import CommandNotFound, SandboxUnavailable, prepare_launch
+
+if TYPE_CHECKING:
+    from bridge.downstream.connection import Connection
+
+logger = logging.getLogger("mcp_bridge.stdio")
+
+STDERR_TAIL_BYTES = 4096
+STDERR_TAIL_LINES = 10
+CLOSE_GRACE_S = 2.0
+TERM_GRACE_S = 1.0
+_POLL_S = 0.01
+
+
+@dataclass
+class Child:
+    """One spawned stdio child: its process (group leader), stderr tail, and what it said on stdout."""
+
+    process: Process
+    command: str
+    _tail: bytearray = field(default_factory=bytearray)
+    stopped: bool = False  # the bridge signalled it while it still ran
+    answers: int = 0  # responses to requests the bridge sent
+    non_json_lines: int = 0  # stdout lines that are not JSON-RPC
+    first_non_json: str = ""
+    stray_responses: int = 0  # responses to ids the bridge never sent
+
+    def feed_stderr(self, chunk: bytes) -> None:
+        self._tail += chunk
+        del self._tail[:-STDERR_TAIL_BYTES]
+
+    def stderr_tail(self) -> list[str]:
+        lines = self._tail.decode("utf-8", errors="replace").splitlines()
+        return [line[-300:] for line in lines if line.strip()][-STDERR_TAIL_LINES:]
+
+    def note_non_json(self, line: bytes) -> None:
+        self.non_json_lines += 1
+        if not self.first_non_json:
+            self.first_non_json = line[:200].decode("utf-8", errors="replace").strip()
+
+    @property
+    def exit_code(self) -> int | None:
+        """The code the child exited with by itself; None while it runs, or when the bridge's signal ended it."""
+        code = self.process.returncode
+        if code is None or (self.stopped and code < 0):
+            return None
+        return code
+
+    @property
+    def never_spoke_mcp(self) -> bool:
+        """It wrote to stdout, but never one answer to a request the bridge sent."""
+        return not self.answers and bool(self.non_json_lines or self.stray_responses)
+
+    def signal_group(self, signum: int) -> None:
+        if self.process.returncode is None and not _has_exited(self.process.pid):
+            self.stopped = True
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signum)
+
+    async def wait_exit(self, seconds: float) -> bool:
+        """Poll, not `process.wait()`: a grandchild holding the pipes would make that hang."""
+        with anyio.move_on_after(seconds):
+            while self.process.returncode is None:
+                await anyio.sleep(_POLL_S)
+        return self.process.returncode is not None
+
+    async def stop(self, *, graceful: bool) -> None:
+        """Close stdin and give the child a grace period, or not; then kill the whole group."""
+        if graceful:
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self.process.stdin.aclose()  # type: ignore[union-attr]
+            if not await self.wait_exit(CLOSE_GRACE_S):
+                self.signal_group(signal.SIGTERM)
+                await self.wait_exit(TERM_GRACE_S)
+        # Always: the leader may be gone while grandchildren it started still run in its group.
+        self.signal_group(signal.SIGKILL)
+        if not await self.wait_exit(CLOSE_GRACE_S):
+            logger.warning("child %d survived SIGKILL", self.process.pid)
+        with anyio.move_on_after(CLOSE_GRACE_S):
+            await self.process.aclose()  # release the pipes and the loop's subprocess transport
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether the child is already dead (killed from outside, say by the OOM killer), without
+    reaping it: the event loop's watcher does that. Judged before the bridge's own signal, so a
+    death the bridge did not cause is never taken for one it did."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # already reaped: it exited
+        return True
+
+
+def _parse_line(line: bytes) -> SessionMessage | None:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError:
+        return None
+
+
+@asynccontextmanager
+async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> AsyncIterator[TransportStreams]:
+    settings = connection.settings
+    try:
+        launch = prepare_launch(
+            spec.command,
+            list(spec.args),
+            cwd=Path(spec.cwd) if spec.cwd else settings.workspace,
+            server_env=dict(spec.env),
+            network=spec.network,
+            write_paths=spec.write_paths,
+            config=settings.sandbox,
+        )
+    except SandboxUnavailable as exc:
+        raise BridgeError("spawn_failed", f"Cannot start a sandboxed stdio server: {exc}") from None
+    except CommandNotFound as exc:
+        raise BridgeError("spawn_failed", f"Cannot start the stdio server: {exc}", command=spec.command) from None
+    try:
+        process = await anyio.open_process(
+            [launch.command, *launch.args], env=launch.env, cwd=launch.cwd, start_new_session=True
+        )
+    except OSError as exc:
+        raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
+    child = Child(process=process, command=spec.command)
+    connection.children.append(child)
+    sent: set[types.RequestId] = set()  # ids of requests awaiting the child's answer
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def pump_stdout() -> None:
+        assert process.stdout is not None
+        framer = LineFramer(MAX_MESSAGE_BYTES)
+        async with read_send:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+                async for chunk in process.stdout:
+                    try:
+                        lines = framer.feed(chunk)
+                    except LineTooLong:
+                        connection.oversized = True
+                        return  # closing the stream ends the session: the caller sees the cause
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        message = _parse_line(line)
+                        if message is None:
+                            child.note_non_json(line)
+                            continue
+                        if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+                            if message.message.id in sent:
+                                sent.discard(message.message.id)
+                                child.answers += 1
+                            else:
+                                child.stray_responses += 1
+                        await read_send.send(message)
+
+    async def pump_stdin() -> None:
+        assert process.stdin is not None
+        async with write_recv:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                async for message in write_recv:
+                    if isinstance(message.message, types.JSONRPCRequest):
+                        sent.add(message.message.id)
+                    await process.stdin.send(encode(message))
+
+    async def pump_stderr() -> None:
+        assert process.stderr is not None
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            async for chunk in process.stderr:
+                child.feed_stderr(chunk)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_stdout)
+        tg.start_soon(pump_stdin)
+        tg.start_soon(pump_stderr)
+        graceful = False
+        try:
+            yield read_recv, write_send
+            graceful = not connection.kill
+        finally:
+            with anyio.CancelScope(shield=True):
+                await child.stop(graceful=graceful)
+                for path in launch.cleanup_paths:
+                    shutil.rmtree(path, ignore_errors=True)
+            tg.cancel_scope.cancel()

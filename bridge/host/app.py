@@ -1,0 +1,156 @@
+"""The FastMCP app: the four tools registered with their host-facing signatures and schemas.
+
+`bridge.host` is the only package that knows FastMCP's server side (`shapes` shapes `tools/list`
+per client, `stdio` and `http` serve); the tools themselves are the plain async methods of
+`bridge.tools.Bridge`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+import mcp_types as mt
+from fastmcp import FastMCP
+from fastmcp.exceptions import ValidationError as ArgumentError
+from fastmcp.server.auth import AuthProvider
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools import ToolResult
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from bridge import __version__
+from bridge.errors import BridgeError, ErrorResult, describe_validation
+from bridge.host import shapes
+from bridge.models import (
+    AddResult,
+    CallResult,
+    RemoveResult,
+    ServerList,
+    ToolCatalog,
+    ToolSchema,
+)
+from bridge.tools import Bridge, Reply, output
+
+INSTRUCTIONS = (
+    "This server reaches other MCP servers through four tools. Always call mcp_list_tools first: "
+    "without a server it lists the registered servers; with a server it lists that server's tools; "
+    "with a tool_name it shows that tool's full input schema. Never guess server names, tool names or "
+    "arguments: call mcp_call_tool only with a tool name and arguments_json taken from that listing. "
+    "Errors carry a code; retry only those marked retryable."
+)
+
+
+def output_schema(*success: type[BaseModel]) -> dict[str, Any]:
+    """One object schema admitting each success shape and the error shape."""
+    models = (*success, ErrorResult)
+    schema = TypeAdapter(Union[models]).json_schema(mode="serialization")  # noqa: UP007 - built at runtime
+    return {"type": "object", **schema}
+
+
+def _result(reply: Reply) -> ToolResult:
+    return ToolResult(
+        content=reply.text, structured_content=reply.data.model_dump(mode="json", exclude_none=True), is_error=reply.is_error
+    )
+
+
+class ArgumentErrors(Middleware):
+    """FastMCP's own argument checks (a wrong JSON type, a missing or unknown field) as `invalid_argument`.
+
+    FastMCP answers those with pydantic's text, which quotes each value (`input_value`: a header
+    secret, for one) and carries no structured content: this names the field and what is wrong only.
+    """
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        try:
+            return await call_next(context)
+        except ArgumentError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = describe_validation(exc.__cause__)
+            data = BridgeError("invalid_argument", f"Invalid arguments for {context.message.name}: {problems}.").to_result()
+            return ToolResult(content=output.error(data), structured_content=data.model_dump(mode="json"), is_error=True)
+
+
+ServerName = Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")]
+
+
+def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
+    """The bridge's FastMCP app; `auth` guards HTTP mode (stdio trusts the process that spawned it)."""
+    app = FastMCP(
+        "mcp-bridge",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        middleware=[shapes.ToolShapeMiddleware(bridge.settings.tool_shape), ArgumentErrors()],
+        auth=auth,
+    )
+
+    @app.tool(
+        name="mcp_list_tools",
+        title="List MCP servers and tools",
+        annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True),
+        output_schema=output_schema(ServerList, ToolCatalog, ToolSchema),
+    )
+    async def mcp_list_tools(
+        server: Annotated[str | None, Field(description="Omit to list the registered servers.")] = None,
+        tool_name: Annotated[str | None, Field(description="Give with server for one tool's full schema.")] = None,
+    ) -> ToolResult:
+        """List the registered MCP servers, one server's tools (compact catalog), or one tool's full schema."""
+        return _result(await bridge.list_tools_async(server, tool_name))
+
+    @app.tool(
+        name="mcp_call_tool",
+        title="Call a tool on an MCP server",
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True),
+        output_schema=output_schema(CallResult),
+    )
+    async def mcp_call_tool(
+        server: ServerName,
+        tool_name: Annotated[str, Field(description="A tool name exactly as mcp_list_tools shows it.")],
+        arguments_json: Annotated[
+            str | dict[str, Any],
+            Field(description='The tool\'s arguments: a JSON object, or its text, e.g. {"path": "README.md"}.'),
+        ] = "{}",
+    ) -> ToolResult:
+        """Call one tool on a registered MCP server. List the server's tools first; never guess names or arguments."""
+        return _result(await bridge.call_tool_async(server, tool_name, arguments_json))
+
+    if bridge.settings.allow_dynamic:
+
+        @app.tool(
+            name="mcp_add_server",
+            title="Register an MCP server",
+            annotations=ToolAnnotations(
+                readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
+            ),
+            output_schema=output_schema(AddResult),
+        )
+        async def mcp_add_server(
+            name: Annotated[str, Field(description="Letters, digits, _ and -, at most 64.")],
+            url: Annotated[str | None, Field(description="A Streamable HTTP endpoint (http:// or https://).")] = None,
+            headers_json: Annotated[
+                str | None, Field(description='HTTP headers as a JSON object of strings, e.g. {"Authorization": "Bearer ..."}.')
+            ] = None,
+            command: Annotated[str | None, Field(description="Absolute path of a local stdio server program.")] = None,
+            args_json: Annotated[str | None, Field(description='Its arguments as a JSON array of strings.')] = None,
+            cwd: Annotated[str | None, Field(description="Its working directory, inside the workspace.")] = None,
+        ) -> ToolResult:
+            """Register (or replace) a server: a url for HTTP, or a command for a local stdio server, not both."""
+            return _result(await bridge.add_server_async(name, url, headers_json, command, args_json, cwd))
+
+        @app.tool(
+            name="mcp_remove_server",
+            title="Remove a registered MCP server",
+            annotations=ToolAnnotations(
+                readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
+            ),
+            output_schema=output_schema(RemoveResult),
+        )
+        async def mcp_remove_server(name: ServerName) -> ToolResult:
+            """Remove a server added in conversation; servers the developer provisioned cannot be removed."""
+            return _result(await bridge.remove_server_async(name))
+
+    return app

@@ -1,0 +1,249 @@
+"""Serve stdio so that a client may probe with `server/discover` and then send `initialize`.
+
+The SDK fixes a stdio connection's protocol era at the client's first request: one carrying the
+2026-07-28 `_meta` envelope makes a 2026-07-28 connection, which answers any later `initialize` with
+-32022 ("the initialize handshake is not accepted"). Some clients do just that: they send
+`server/discover`, take the answer, then `initialize` anyway (claude-code#96183, copilot-cli#4525),
+and show no tools. The spec says the client is wrong; the user sees a bridge that does not work.
+
+A 2026-07-28 connection keeps no state between requests, so nothing is lost by ending one. The
+relay here sits between stdio and the SDK and runs each era in its own SDK serving loop (a
+segment). When `initialize` arrives on a 2026-07-28 segment, the relay lets that segment answer
+every request it still owes, closes it, and opens a handshake-era segment whose first request is
+that `initialize`. The old loop winds down in the background: a call the client cancelled may
+still be running, and the new era must not wait for it. Every other sequence of
+messages reaches a single SDK loop unchanged.
+
+This mirrors `FastMCP.run_stdio_async`, which cannot be handed streams, so it reaches FastMCP's
+lifespan and low-level server through `bridge.internals` (the canary test watches them).
+
+When stdin and stdout are pipes or sockets (what hosts hand their servers; Node-based ones give
+sockets), the wire is read and written here, on the event loop, through non-blocking descriptors.
+The SDK's `stdio_server` reads each line and writes each answer through worker threads: three
+thread hops per call, about 0.3 ms of a 2.7 ms warm bridged call, and a reader that cancellation
+cannot stop (Ctrl-C waited for one more line on stdin). Like the SDK, serving points fd 0 at the
+null device and fd 1 at stderr, so children and stray prints never reach the wire. A terminal or a
+file is served by the SDK's `stdio_server`: non-blocking mode would leak to the terminal's other
+users, and means nothing for a file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import mcp_types
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from fastmcp import FastMCP
+from fastmcp.server.context import reset_transport, set_transport
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    PROTOCOL_VERSION_META_KEY,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
+from pydantic import ValidationError
+
+from bridge import internals
+from bridge.downstream.framing import LineFramer, encode
+
+Inbound = SessionMessage | Exception
+Send = Callable[[SessionMessage], Awaitable[None]]
+
+_READ_SIZE = 64 * 1024
+
+
+async def serve_stdio(app: FastMCP) -> None:
+    """Serve `app` on this process's stdin/stdout, accepting `initialize` after `server/discover`."""
+    token = set_transport("stdio")
+    try:
+        async with internals.lifespan(app), _stdio() as (stdin, send):
+            await _Relay(app, send).run(stdin)
+    finally:
+        reset_transport(token)
+
+
+@asynccontextmanager
+async def _stdio() -> AsyncIterator[tuple[AsyncIterable[Inbound], Send]]:
+    """The wire's messages in, and how to send one out: on this loop for pipes, else the SDK's way."""
+    if os.name == "posix" and _is_pipe_or_socket(0) and _is_pipe_or_socket(1):
+        with _claimed(0) as wire_in, _claimed(1) as wire_out:
+            yield _messages(wire_in), _Writer(wire_out).send
+    else:
+        async with stdio_server() as (read_stream, write_stream), read_stream, write_stream:
+            yield read_stream, write_stream.send
+
+
+def _is_pipe_or_socket(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+@contextmanager
+def _claimed(fd: int) -> Iterator[int]:
+    """The wire behind `fd` (0 or 1) on a private non-blocking descriptor, until it is put back."""
+    wire = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    diversion = _diversion(fd)
+    os.dup2(diversion, fd)
+    os.close(diversion)
+    os.set_blocking(wire, False)
+    try:
+        yield wire
+    finally:
+        os.set_blocking(wire, True)
+        os.dup2(wire, fd)
+        os.close(wire)
+
+
+def _diversion(fd: int) -> int:
+    """What fd 0 reads meanwhile (the null device) and where fd 1 writes (stderr, if it is open)."""
+    if fd == 1:
+        with suppress(OSError):
+            return os.dup(2)
+    return os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+
+
+async def _messages(fd: int) -> AsyncIterator[Inbound]:
+    """Each line of `fd` parsed as the SDK's `stdio_server` parses it: a message, or why it is not one."""
+    framer = LineFramer()
+    while chunk := await _read(fd):
+        for line in framer.feed(chunk):
+            yield _parse(line)
+    if rest := framer.rest():  # a last line without its newline
+        yield _parse(rest)
+
+
+async def _read(fd: int) -> bytes:
+    while True:
+        try:
+            return os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+
+
+def _parse(line: bytes) -> Inbound:
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line.decode("utf-8", errors="replace"), by_name=False)
+    except ValidationError as exc:  # handed to the serving loop, as the SDK's stdio does
+        return exc
+    return SessionMessage(message)
+
+
+class _Writer:
+    """Whole messages, one line each, to a non-blocking descriptor; one writer at a time, so a
+    partly written line is never interleaved with another."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = anyio.Lock(fast_acquire=True)
+
+    async def send(self, message: SessionMessage) -> None:
+        data = memoryview(encode(message))
+        async with self._lock:
+            while data:
+                try:
+                    data = data[os.write(self._fd, data) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(self._fd)
+
+
+def _request(item: Inbound) -> JSONRPCRequest | None:
+    if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCRequest):
+        return item.message
+    return None
+
+
+def _opens_modern(request: JSONRPCRequest) -> bool:
+    """The SDK's rule: a first request other than `initialize` that carries the 2026-07-28 envelope."""
+    meta = (request.params or {}).get("_meta")
+    return request.method != "initialize" and isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
+
+
+class _Segment:
+    """One SDK serving loop, the era its first request chose, and the answers it still owes.
+
+    It is also the loop's write stream: each answer goes straight to stdout, settling its request.
+    """
+
+    def __init__(self, send: Send) -> None:
+        self.inbox: MemoryObjectSendStream[Inbound]
+        self.inbox_out: MemoryObjectReceiveStream[Inbound]
+        self.inbox, self.inbox_out = anyio.create_memory_object_stream[Inbound]()
+        self._send = send
+        self.modern: bool | None = None
+        self.owed: set[Any] = set()
+        self.settled = anyio.Event()
+        self.settled.set()
+
+    def takes(self, item: Inbound) -> None:
+        request = _request(item)
+        if request is not None:
+            if self.modern is None:
+                self.modern = _opens_modern(request)
+            self.owed.add(request.id)
+            self.settled = anyio.Event()
+        elif isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCNotification):
+            if item.message.method == "notifications/cancelled":  # a cancelled request is never answered
+                self._settle((item.message.params or {}).get("requestId"))
+
+    async def send(self, message: SessionMessage) -> None:
+        if isinstance(message.message, JSONRPCResponse | JSONRPCError):
+            self._settle(message.message.id)
+        await self._send(message)
+
+    async def aclose(self) -> None:
+        """The loop is done writing; stdout stays open for the segments after it."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def _settle(self, request_id: Any) -> None:
+        self.owed.discard(request_id)
+        if not self.owed:
+            self.settled.set()
+
+
+class _Relay:
+    """Feeds stdin to the current segment; each segment writes its own answers to stdout."""
+
+    def __init__(self, app: FastMCP, send: Send) -> None:
+        self._server = internals.lowlevel_server(app)
+        self._options = internals.initialization_options(app)
+        self._send = send
+
+    async def run(self, stdin: AsyncIterable[Inbound]) -> None:
+        async with anyio.create_task_group() as tg:
+            segment = self._open(tg)
+            async for item in stdin:
+                request = _request(item)
+                if request is not None and request.method == "initialize" and segment.modern:
+                    await segment.settled.wait()
+                    await segment.inbox.aclose()
+                    segment = self._open(tg)
+                segment.takes(item)
+                await segment.inbox.send(item)
+            # End of input ends the last loop the way the SDK does: whatever is still running is cancelled.
+            await segment.inbox.aclose()
+
+    def _open(self, tg: TaskGroup) -> _Segment:
+        segment = _Segment(self._send)
+        tg.start_soon(self._server.run, segment.inbox_out, segment, self._options)
+        return segment

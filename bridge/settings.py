@@ -1,0 +1,226 @@
+"""Settings: the only reader of the bridge's environment, and where the developer's servers are found.
+
+`Settings` holds every operator setting (env vars prefixed `MCP_`), each with a default and bounds.
+The developer's servers (`MCP_SERVERS`) live in a `config.py`-style file: `MCP_CONFIG` names it, or
+the checkout's own `config.py` is used when the bridge runs from its checkout. State goes to
+`MCP_STATE_DIR`, else the checkout's `work/`, else a per-user data folder; never site-packages.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import runpy
+import tomllib
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from bridge.errors import describe_validation
+
+Transport = Literal["http", "stdio"]
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+HOST_PATTERN = re.compile(r"[A-Za-z0-9.*?:\[\]-]+")
+
+
+@cache
+def checkout_root() -> Path | None:
+    """The project checkout this package runs from (editable install, `server.py`), else None.
+
+    Known by its `pyproject.toml` naming this project, never by the working directory: a folder a
+    child can write must not be able to reconfigure the bridge.
+    """
+    root = Path(__file__).resolve().parents[1]
+    try:
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return root if project.get("name") == "mcp-bridge" else None
+
+
+def default_state_dir() -> Path:
+    root = checkout_root()
+    return root / "work" if root is not None else platformdirs.user_data_path("mcp-bridge")
+
+
+def parse_allow(entry: str) -> tuple[str, str | None]:
+    """`NAME` or `NAME@host-pattern` -> (name, host pattern or None); ValueError when malformed."""
+    name, at, host = entry.partition("@")
+    if not ENV_NAME.fullmatch(name) or (at and not HOST_PATTERN.fullmatch(host)):
+        raise ValueError(f"{entry!r} is not NAME or NAME@host (host may use * wildcards)")
+    return name, host.lower() or None
+
+
+class Settings(BaseSettings):
+    """Operator settings, read from `MCP_*` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_", extra="ignore", frozen=True)
+
+    max_chars: int = Field(4000, ge=200, le=1_000_000, description="Character budget of every tool result.")
+    timeout: float = Field(60.0, gt=0, le=3600, description="Seconds one downstream operation may take.")
+    state_dir: Path = Field(default_factory=lambda: default_state_dir(), description="Runtime state: registry, logs.")
+    workspace: Path = Field(default_factory=Path.cwd, description="The approved workspace for stdio children.")
+    session_idle_s: float = Field(
+        300.0, ge=0, le=86_400, description="Seconds an idle downstream session stays warm; 0 closes it after each call."
+    )
+    max_sessions: int = Field(16, ge=1, le=256, description="Most live downstream sessions at once.")
+    backoff_after: int = Field(
+        3, ge=1, le=100, description="Consecutive failures to start or connect before a server is held back."
+    )
+    backoff_max_s: float = Field(
+        300.0, ge=0, le=86_400, description="Longest hold (it doubles from 5 s per failure); 0 turns back-off off."
+    )
+    audit_max_bytes: int = Field(
+        5_000_000, ge=10_000, le=10**10, description="Size at which the audit log rotates."
+    )
+    audit_backups: int = Field(3, ge=0, le=100, description="Rotated audit files kept besides the current one.")
+    allow_dynamic: bool = Field(True, description="Offer mcp_add_server and mcp_remove_server.")
+    allowed_transports: Annotated[frozenset[Transport], NoDecode] = Field(
+        frozenset({"http", "stdio"}), description="Kinds of downstream server that may be used."
+    )
+    sandbox: Literal["auto", "bubblewrap", "seatbelt", "none"] = Field("auto", description="Sandbox backend.")
+    sandbox_network: Literal["deny", "allow"] = Field("deny", description="Network for stdio children.")
+    child_env_prefixes: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="Bridge env vars with these name prefixes are passed to stdio children."
+    )
+    secret_env_allow: Annotated[tuple[str, ...], NoDecode] = Field(
+        (),
+        description="Env vars a header may name as ${env:NAME}, each as NAME or NAME@host (host may use * wildcards).",
+    )
+    tool_shape: Literal["auto", "chatgpt", "standard"] = Field(
+        "auto", description="tools/list shape: per client (auto), always ChatGPT's, or always strict 2020-12."
+    )
+    auth_token: SecretStr | None = Field(
+        None, description="HTTP mode: the bearer token every request must carry; enables a non-loopback bind."
+    )
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="HTTP mode: Host names accepted besides loopback (a tunnel's), fnmatch patterns allowed."
+    )
+    allowed_origins: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="HTTP mode: browser Origins accepted besides same-origin and loopback."
+    )
+
+    @field_validator(
+        "allowed_transports", "child_env_prefixes", "allowed_hosts", "allowed_origins", "secret_env_allow", mode="before"
+    )
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        """Env vars hold comma-separated lists: `MCP_ALLOWED_TRANSPORTS=http,stdio`."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("allowed_transports")
+    @classmethod
+    def _not_empty(cls, value: frozenset[str]) -> frozenset[str]:
+        if not value:
+            raise ValueError("at least one transport must be allowed (http, stdio)")
+        return value
+
+    @field_validator("secret_env_allow")
+    @classmethod
+    def _secret_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            parse_allow(entry)
+        return value
+
+    @field_validator("auth_token")
+    @classmethod
+    def _strong_token(cls, value: SecretStr | None) -> SecretStr | None:
+        """A short token can be guessed over a tunnel; this message must never quote it."""
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("must be at least 16 characters (e.g. `openssl rand -hex 32`)")
+        return value
+
+    @field_validator("state_dir", "workspace")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def registry_path(self) -> Path:
+        """The canonical dynamic registry file."""
+        return self.state_dir / "tool_mcp" / "servers.json"
+
+    @property
+    def audit_dir(self) -> Path:
+        """Where the audit log (`audit.jsonl` and its rotations) lives."""
+        return self.state_dir / "audit"
+
+    @property
+    def legacy_registry_path(self) -> Path:
+        """The registry's old home inside the workspace; its entries are adopted once, at start."""
+        return self.workspace / "tool_mcp" / "servers.json"
+
+
+def describe_error(exc: ValidationError) -> str:
+    """Name each bad setting and its variable, never the value given: it may be a secret."""
+    return describe_validation(exc, name=lambda field: f"{field} (MCP_{field.upper()})")
+
+
+def misspelt(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """`MCP_*` variables that name no setting, each with its closest setting's variable, if any."""
+    known = [f"MCP_{name.upper()}" for name in Settings.model_fields] + list(OTHER_VARIABLES)
+    found = []
+    for name in sorted(environ):
+        if name.startswith("MCP_") and name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+            found.append((name, close[0] if close else None))
+    return found
+
+
+# Variables the bridge reads that are not `Settings` fields.
+OTHER_VARIABLES = ("MCP_CONFIG",)
+
+
+class ConfigFileError(ValueError):
+    """The developer's config file cannot be used; the message names it."""
+
+
+def config_path(environ: Mapping[str, str]) -> Path | None:
+    """Where `MCP_SERVERS` comes from: `MCP_CONFIG`, else the checkout's `config.py`, else nowhere."""
+    named = environ.get("MCP_CONFIG", "")
+    if named:
+        return Path(named).expanduser().resolve()
+    root = checkout_root()
+    if root is not None and (root / "config.py").is_file():
+        return root / "config.py"
+    return None
+
+
+def developer_servers(path: Path | None) -> dict[str, dict[str, Any]]:
+    """`MCP_SERVERS` of the developer's config file (a Python file; `{}` when there is none)."""
+    if path is None:
+        return {}
+    if not path.is_file():
+        raise ConfigFileError(f"MCP_CONFIG names {path}, which is not a file")
+    try:
+        servers = runpy.run_path(str(path), run_name="mcp_bridge_config").get("MCP_SERVERS", {})
+    except Exception as exc:  # the developer's own code: any error it raises is a bad config  # noqa: BLE001
+        raise ConfigFileError(f"{path} failed to load: {type(exc).__name__}: {exc}") from None
+    if not isinstance(servers, dict):
+        raise ConfigFileError(f"{path}: MCP_SERVERS must be a dict")
+    return servers
+
+
+def workspace_problem(settings: Settings, *, home: Path | None = None) -> str | None:
+    """Why the workspace cannot serve stdio children, naming `MCP_WORKSPACE`; None when it can.
+
+    Claude Desktop starts servers in `/`: an unset `MCP_WORKSPACE` then means the whole disk.
+    """
+    workspace = settings.workspace
+    home = (home or Path.home()).resolve()
+    if workspace == Path("/"):
+        hint = "" if "workspace" in settings.model_fields_set else " (it is unset and the working directory is /)"
+        return f"MCP_WORKSPACE is the filesystem root /{hint}; set it to a project folder"
+    if workspace == home:
+        return f"MCP_WORKSPACE is the home folder {home}; set it to a project folder"
+    if not workspace.is_dir():
+        return f"MCP_WORKSPACE names {workspace}, which is not an existing directory; create it or set another"
+    return None

@@ -1,0 +1,3 @@
+from bridge.tools.bridge import Bridge, Reply
+
+__all__ = ["Bridge", "Reply"]

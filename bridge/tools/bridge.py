@@ -1,0 +1,300 @@
+"""The four tools: validate -> resolve in the store -> gates and policy -> downstream -> render.
+
+`Bridge` is the composition root: it builds the store, the session pool on the worker loop, the
+sandbox settings and the audit log from `Settings`, and serves the four tools. Each tool has an
+async face (`*_async`, awaitable from any event loop; the host face uses these) and a sync face
+(`bridge.tools.sync`). Downstream work always runs on the worker loop (`bridge.downstream.runtime`).
+Every tool returns a `Reply` and never raises for a failure the model could cause or meet
+downstream: those come back as `ErrorResult`s with a code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import anyio.to_thread
+import mcp_types as types
+from pydantic import BaseModel
+
+from bridge.downstream.backoff import Backoff
+from bridge.downstream.connection import SessionSettings
+from bridge.downstream.pool import Sessions
+from bridge.downstream.runtime import Runtime
+from bridge.errors import BridgeError, ErrorResult, unknown_tool
+from bridge.models import (
+    AddResult,
+    HttpServerSpec,
+    Origin,
+    RemoveResult,
+    ServerInfo,
+    ServerList,
+    ServerSpec,
+    StdioServerSpec,
+    ToolPolicy,
+)
+from bridge.settings import Settings, workspace_problem
+from bridge.store.registry import Registry, parse_config_servers
+from bridge.tools import output, policy, secrets, validation
+from bridge.tools.audit import AuditEntry, AuditLog
+from bridge.tools.drift import DriftGuard
+from bridge.tools.gates import require_dynamic, require_transport
+from bridge.tools.sync import SyncFaces
+from sandbox import SandboxConfig, probe
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a tool answers: text for the model and the structured content behind it."""
+
+    text: str
+    data: BaseModel
+
+    @property
+    def is_error(self) -> bool:
+        return isinstance(self.data, ErrorResult)
+
+
+def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
+    if isinstance(spec, HttpServerSpec):
+        target = spec.url
+    else:
+        target = shlex.join([spec.command, *spec.args])
+    return ServerInfo(name=name, transport=spec.transport, origin=origin, target=target)
+
+
+def _audited_name(value: object) -> str | None:
+    """A name as the audit keeps it: what the model sent, shortened; never anything else."""
+    if value is None or value == "":
+        return None
+    text = (value if isinstance(value, str) else repr(value))[:200]
+    return text.encode("utf-8", "backslashreplace").decode()  # a lone surrogate cannot be written as JSON
+
+
+def _size(arguments_json: object) -> int:
+    """What the audit keeps of the arguments: their size, never their content."""
+    if isinstance(arguments_json, str):
+        return len(arguments_json.encode(errors="replace"))
+    if isinstance(arguments_json, dict):
+        return len(json.dumps(arguments_json, ensure_ascii=False, default=str).encode(errors="replace"))
+    return 0
+
+
+class Bridge(SyncFaces):
+    """Holds what the four tools share: settings, the registry, sessions and the worker loop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        config_servers: dict[str, dict[str, object]],
+        *,
+        caller: str = "host",
+        create_registry: bool = True,
+    ) -> None:
+        """`caller` names who drives this Bridge in the audit log: the host's model, or the CLI.
+        `create_registry` creates a missing registry file (adopting the legacy one) now, at start.
+
+        Raises `ValueError` naming the entry when the developer's config cannot be served.
+        """
+        self.settings = settings
+        self.caller = caller
+        # Said at start by the host face, and in every stdio error: Claude Desktop starts us in /.
+        self.workspace_problem = workspace_problem(settings)
+        self.registry = Registry(
+            path=settings.registry_path,
+            legacy_path=settings.legacy_registry_path,
+            config_servers=parse_config_servers(config_servers),
+        )
+        if create_registry:
+            self.registry.ensure_canonical()
+        sandbox = SandboxConfig(
+            backend=settings.sandbox,
+            workspace=settings.workspace,
+            state_dir=settings.state_dir,
+            network=settings.sandbox_network,
+            child_env_prefixes=settings.child_env_prefixes,
+            secret_paths=(settings.legacy_registry_path,),
+        )
+        self.sessions = Sessions(
+            SessionSettings(
+                timeout=settings.timeout,
+                sandbox=sandbox,
+                workspace=settings.workspace,
+                idle_s=settings.session_idle_s,
+                max_sessions=settings.max_sessions,
+            ),
+            Backoff(after=settings.backoff_after, max_s=settings.backoff_max_s, clock=time.monotonic),
+        )
+        # Probed once, now, off the loop that will serve the host; None when stdio children can start.
+        self.sandbox_problem = probe(sandbox) if "stdio" in settings.allowed_transports else None
+        self.audit = AuditLog(settings.audit_dir, max_bytes=settings.audit_max_bytes, backups=settings.audit_backups)
+        self.drift = DriftGuard(self.registry)
+        self.runtime = Runtime(services=[self.sessions.serve])
+
+    def close(self) -> None:
+        self.runtime.close()
+        self.audit.close()
+
+    def tool_definitions(self, server: str) -> list[types.Tool]:
+        """A server's full tool definitions, reached as mcp_list_tools reaches them (for the CLI's probe).
+
+        Raises `BridgeError`: this is not a tool, so there is no reply to carry the error.
+        """
+        name, spec = self._resolve(server)
+        return self.runtime.run(lambda: self.sessions.list_tools(name, spec))
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _reply(
+        self,
+        tool: str,
+        build: Callable[[], Awaitable[Reply]],
+        *,
+        server: object = None,
+        downstream_tool: object = None,
+        arguments_json: object = None,
+    ) -> Reply:
+        """Run one tool call: a `BridgeError` becomes its `ErrorResult`; either way it is audited."""
+        started = time.monotonic()
+        try:
+            reply = await build()
+        except BridgeError as exc:
+            data = exc.to_result()
+            text, _ = output.cut(output.error(data), self.settings.max_chars)
+            reply = Reply(text=text, data=data)
+        self.audit.record(
+            AuditEntry(
+                time=datetime.now(UTC),
+                call_id=uuid.uuid4().hex,
+                caller=self.caller,
+                tool=tool,
+                server=_audited_name(server),
+                downstream_tool=_audited_name(downstream_tool),
+                argument_bytes=_size(arguments_json),
+                duration_ms=round((time.monotonic() - started) * 1000, 3),
+                outcome=reply.data.code if isinstance(reply.data, ErrorResult) else "ok",
+            )
+        )
+        return reply
+
+    def _resolve(self, server: object) -> tuple[str, ServerSpec]:
+        """The registered spec, ready to connect: `${env:NAME}` header references filled in here, in
+        memory only, so the registry and everything listed keep the reference."""
+        name = validation.server_name(server, "server")
+        spec = self.registry.get(name)
+        require_transport(self.settings, spec)
+        if isinstance(spec, StdioServerSpec) and self.workspace_problem is not None:
+            raise BridgeError("spawn_failed", f"Stdio servers cannot start here: {self.workspace_problem}.")
+        if isinstance(spec, HttpServerSpec) and spec.headers:
+            headers = secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ)
+            spec = spec.model_copy(update={"headers": headers})
+        return name, spec
+
+    def _policy(self, name: str) -> ToolPolicy | None:
+        """The developer's tool policy for `name`: it binds the name, so a dynamic shadow cannot shed it."""
+        provisioned = self.registry.config_servers.get(name)
+        return provisioned.tools if provisioned is not None else None
+
+    # -- the four tools (async: awaitable from any event loop) ------------------------------
+
+    async def list_tools_async(self, server: str | None = None, tool_name: str | None = None) -> Reply:
+        """No server: the registered servers. A server: its catalog. And a tool: that tool's schema."""
+
+        async def build() -> Reply:
+            if server is None or server == "":  # a wrong type (0, [], False) is not "no server"
+                if tool_name is not None and tool_name != "":
+                    raise BridgeError("invalid_argument", "tool_name needs a server")
+                listed, warning = self.registry.listing()
+                data = ServerList(
+                    servers=[_info(name, spec, origin) for name, (spec, origin) in listed.items()], warning=warning
+                )
+                text, _ = output.cut(output.servers(data), self.settings.max_chars)
+                return Reply(text=text, data=data)
+            name, spec = self._resolve(server)
+            wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
+            tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec))
+            rules = self._policy(name)
+            if wanted is None:
+                refusals = {tool.name: policy.refused(rules, tool) for tool in tools}
+                changed = await self.drift.check(name, spec, tools)
+                catalog, text = output.catalog(name, tools, self.settings.max_chars, refusals, changed)
+                return Reply(text=text, data=catalog)
+            found = next((tool for tool in tools if tool.name == wanted), None)
+            if found is None:
+                raise unknown_tool(wanted, [tool.name for tool in tools])
+            schema, text = output.schema(name, found, self.settings.max_chars, policy.refused(rules, found))
+            return Reply(text=text, data=schema)
+
+        return await self._reply("mcp_list_tools", build, server=server, downstream_tool=tool_name)
+
+    async def call_tool_async(self, server: str, tool_name: str, arguments_json: object = "{}") -> Reply:
+        async def build() -> Reply:
+            name, spec = self._resolve(server)
+            tool = validation.tool_name(tool_name)
+            arguments = validation.arguments(arguments_json)
+            rules = self._policy(name)
+            policy.require_callable(rules, name, tool)
+            _, result = await self.runtime.run_async(
+                lambda: self.sessions.call_tool(
+                    name, spec, tool, arguments, admit=lambda found: policy.require_callable(rules, name, found)
+                )
+            )
+            data, text = output.call_result(name, tool, result, self.settings.max_chars)
+            if result.is_error:
+                raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
+            return Reply(text=text, data=data)
+
+        return await self._reply(
+            "mcp_call_tool", build, server=server, downstream_tool=tool_name, arguments_json=arguments_json
+        )
+
+    async def add_server_async(
+        self,
+        name: str,
+        url: str | None = None,
+        headers_json: str | None = None,
+        command: str | None = None,
+        args_json: str | None = None,
+        cwd: str | None = None,
+    ) -> Reply:
+        async def build() -> Reply:
+            require_dynamic(self.settings)
+            checked = validation.server_name(name)
+            spec = validation.server_spec(
+                url_value=url,
+                headers_json=headers_json,
+                command_value=command,
+                args_json=args_json,
+                cwd_value=cwd,
+                workspace=self.settings.workspace,
+            )
+            require_transport(self.settings, spec)
+            if isinstance(spec, HttpServerSpec):  # an unresolvable reference is refused now, not at connect
+                secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ)
+            # The lock may be held by another bridge process: wait for it off the event loop.
+            replaced = await anyio.to_thread.run_sync(self.registry.add, checked, spec)
+            await self.runtime.run_async(lambda: self.sessions.evict(checked))
+            origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
+            data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
+            verb = "Replaced" if replaced else "Added"
+            text = f"{verb} {checked} ({spec.transport}). Call mcp_list_tools(server={checked!r}) to see its tools."
+            return Reply(text=text, data=data)
+
+        return await self._reply("mcp_add_server", build, server=name)
+
+    async def remove_server_async(self, name: str) -> Reply:
+        async def build() -> Reply:
+            require_dynamic(self.settings)
+            checked = validation.server_name(name)
+            restored = await anyio.to_thread.run_sync(self.registry.remove, checked)
+            await self.runtime.run_async(lambda: self.sessions.evict(checked))
+            text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")
+            return Reply(text=text, data=RemoveResult(name=checked, restored_config_entry=restored))
+
+        return await self._reply("mcp_remove_server", build, server=name)

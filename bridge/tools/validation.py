@@ -1,0 +1,211 @@
+"""Every tool input becomes a typed value here, or a `BridgeError("invalid_argument")`.
+
+Nothing downstream of this module sees raw conversation input: no session opens, no child starts
+and no registry write happens before these checks pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+
+from bridge.errors import BridgeError
+from bridge.models import NAME_PATTERN, HttpServerSpec, StdioServerSpec
+
+# RFC 7230 token characters for a header name; values must be printable, single-line text.
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
+_HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]{0,8192}$")
+_MAX_URL = 2048
+_MAX_JSON = 1_000_000
+_MAX_ARGS = 256
+
+
+def _invalid(message: str, **detail: Any) -> BridgeError:
+    return BridgeError("invalid_argument", message, **detail)
+
+
+def _is_unicode(value: str) -> bool:
+    """False for a lone surrogate (a Python caller, or a `\\ud800` JSON escape): no file name, URL,
+    registry or JSON message can carry one, so it is refused here rather than crash later."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def server_name(value: object, field: str = "name") -> str:
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        raise _invalid(f"{field} must match {NAME_PATTERN.pattern} (letters, digits, _ and -, at most 64)")
+    return value
+
+
+def tool_name(value: object) -> str:
+    """Downstream tool names are the downstream's business; only reject what cannot be a name."""
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value or not _is_unicode(value):
+        raise _invalid("tool_name must be a non-empty string of at most 256 characters")
+    return value
+
+
+def _decode_json(text: object, field: str) -> Any:
+    if not isinstance(text, str):
+        raise _invalid(f"{field} must be a string holding JSON")
+    if len(text) > _MAX_JSON:
+        raise _invalid(f"{field} is longer than {_MAX_JSON} characters")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the interpreter's limit
+        raise _invalid(f"{field} is not valid JSON: {exc}") from None
+    _strict_json(value, field)
+    return value
+
+
+def _strict_json(value: Any, field: str) -> None:
+    try:
+        # Python's decoder also takes NaN, Infinity, 1e999 and lone surrogate escapes, which nothing
+        # downstream can send on: keep only what encodes back to strict JSON in UTF-8.
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise _invalid(f"{field} holds a value JSON cannot carry (NaN, Infinity or a lone surrogate): {exc}") from None
+    if len(encoded) > _MAX_JSON:
+        raise _invalid(f"{field} is longer than {_MAX_JSON} characters")
+
+
+def arguments(value: object) -> dict[str, Any]:
+    """`arguments_json` is a JSON object's text or, as models and the Inspector send it, the object
+    itself. Omitted means no arguments; an empty or blank text is a mistake, not `{}`."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        _strict_json(value, "arguments_json")
+        return value
+    if isinstance(value, str) and not value.strip():
+        raise _invalid('arguments_json is empty; give a JSON object, e.g. {} for no arguments')
+    value = _decode_json(value, "arguments_json")
+    if not isinstance(value, dict):
+        raise _invalid(f"arguments_json must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def url(value: object) -> str:
+    if not isinstance(value, str) or not value or len(value) > _MAX_URL:
+        raise _invalid(f"url must be a non-empty string of at most {_MAX_URL} characters")
+    if any(ord(ch) < 0x21 or 0x7F <= ord(ch) <= 0x9F for ch in value) or not _is_unicode(value):
+        raise _invalid("url must not contain spaces, control characters or lone surrogates")
+    try:
+        parts = urlsplit(value)
+        hostname, _ = parts.hostname, parts.port  # .port checks the range 0-65535
+        httpx2.URL(value)  # the parser the HTTP transport will use: IDNA, IPv4/IPv6 literals
+    except (ValueError, httpx2.InvalidURL) as exc:
+        raise _invalid(f"url is malformed: {exc}") from None
+    if parts.scheme not in ("http", "https") or not hostname:
+        raise _invalid("url must be an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        # The url is listed back to the model; credentials belong in headers_json, which never is.
+        raise _invalid("url must not carry user:password@; put credentials in headers_json (e.g. Authorization)")
+    return value
+
+
+def headers(text: object) -> dict[str, str]:
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return {}
+    value = _decode_json(text, "headers_json")
+    if not isinstance(value, dict):
+        raise _invalid("headers_json must be a JSON object of string to string")
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        if not _HEADER_NAME.fullmatch(key):
+            raise _invalid("headers_json has an invalid header name", header=key[:64])
+        if not isinstance(item, str) or not item.isascii() or not _HEADER_VALUE.fullmatch(item):
+            # The value may be a secret: name the header, never echo the value.
+            raise _invalid(f"header {key!r} must be a single-line string of printable ASCII")
+        result[key] = item
+    return result
+
+
+def command(value: object) -> str:
+    if not isinstance(value, str) or not value or "\x00" in value or not _is_unicode(value):
+        raise _invalid("command must be a non-empty string")
+    if not os.path.isabs(value):
+        raise _invalid("command must be an absolute path (no PATH lookup, no shell)", command=value[:256])
+    path = Path(value)
+    try:
+        is_file = path.is_file()
+    except OSError as exc:  # e.g. a component over NAME_MAX
+        raise _invalid(f"command is not a usable path: {exc.strerror}", command=value[:256]) from None
+    if not is_file:
+        raise _invalid("command does not exist or is not a file", command=value[:256])
+    if not os.access(path, os.X_OK):
+        raise _invalid("command is not executable", command=value[:256])
+    return value
+
+
+def args(text: object) -> tuple[str, ...]:
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return ()
+    value = _decode_json(text, "args_json")
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _invalid("args_json must be a JSON array of strings")
+    if len(value) > _MAX_ARGS or any("\x00" in item for item in value):
+        raise _invalid(f"args_json must hold at most {_MAX_ARGS} strings without NUL bytes")
+    return tuple(value)
+
+
+def cwd(value: object, workspace: Path) -> str:
+    """`~` expanded, symlinks resolved, and the result inside the workspace."""
+    if value is None or value == "":
+        return str(workspace)
+    if not isinstance(value, str) or "\x00" in value or len(value) > 4096 or not _is_unicode(value):
+        raise _invalid("cwd must be a path string")
+    try:
+        resolved = Path(value).expanduser()
+        if not resolved.is_absolute():
+            resolved = workspace / resolved
+        resolved = resolved.resolve()
+        is_dir = resolved.is_dir()
+    except RuntimeError as exc:  # "~someone" for an unknown user
+        raise _invalid(f"cwd cannot be expanded: {exc}") from None
+    except OSError as exc:  # e.g. a component over NAME_MAX, a symlink loop
+        raise _invalid(f"cwd is not a usable path: {exc.strerror}") from None
+    if not resolved.is_relative_to(workspace):
+        raise _invalid(f"cwd must lie inside the workspace {workspace}", cwd=str(resolved))
+    if not is_dir:
+        raise _invalid("cwd is not an existing directory", cwd=str(resolved))
+    return str(resolved)
+
+
+def _given(value: object, field: str) -> bool:
+    """None and "" mean absent; any other non-string (0, [], False...) is a wrong type, not absent."""
+    if value is None or value == "":
+        return False
+    if not isinstance(value, str):
+        raise _invalid(f"{field} must be a string")
+    return True
+
+
+def server_spec(
+    *,
+    url_value: object,
+    headers_json: object,
+    command_value: object,
+    args_json: object,
+    cwd_value: object,
+    workspace: Path,
+) -> HttpServerSpec | StdioServerSpec:
+    """Exactly one of url/command; the other kind's fields must be absent."""
+    has_url, has_command = _given(url_value, "url"), _given(command_value, "command")
+    if has_url == has_command:
+        raise _invalid("give exactly one of url (HTTP server) or command (local stdio server)")
+    if has_url:
+        if _given(args_json, "args_json") or _given(cwd_value, "cwd"):
+            raise _invalid("args_json and cwd belong to a command, not a url")
+        return HttpServerSpec(url=url(url_value), headers=headers(headers_json))
+    if _given(headers_json, "headers_json"):
+        raise _invalid("headers_json belongs to a url, not a command")
+    return StdioServerSpec(command=command(command_value), args=args(args_json), cwd=cwd(cwd_value, workspace))

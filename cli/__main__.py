@@ -1,7 +1,0 @@
-"""`python -m cli`: the same as the `mcp-bridge` script."""
-
-import sys
-
-from cli.main import main
-
-sys.exit(main())

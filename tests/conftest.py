@@ -1,0 +1,76 @@
+"""Fixtures for the bridge tests: a throwaway workspace and state dir, and Bridges that are always closed.
+
+The workspace and state dir live under /var/tmp, never /tmp: the sandbox gives stdio children a
+private /tmp, so a workspace there would not be the one the child sees.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bridge_support import BridgeDirs, MakeBridge, StdioArgs
+from helpers import fixture_path
+
+from bridge.settings import Settings
+from bridge.tools import Bridge
+
+
+@pytest.fixture
+def bridge_dirs() -> Iterator[BridgeDirs]:
+    base = Path(tempfile.mkdtemp(prefix="bridge-test-", dir="/var/tmp")).resolve()
+    (base / "ws").mkdir()
+    (base / "state").mkdir()
+    try:
+        yield BridgeDirs(workspace=base / "ws", state=base / "state")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def make_bridge(bridge_dirs: BridgeDirs) -> Iterator[MakeBridge]:
+    """`make_bridge(config_servers=None, **settings)`: a Bridge on the test's dirs, closed at teardown."""
+    made: list[Bridge] = []
+
+    def make(config_servers: dict[str, dict[str, Any]] | None = None, **settings: Any) -> Bridge:
+        settings.setdefault("timeout", 30)
+        made.append(
+            Bridge(
+                Settings(workspace=bridge_dirs.workspace, state_dir=bridge_dirs.state, **settings),
+                config_servers or {},
+            )
+        )
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for made_bridge in made:
+            made_bridge.close()
+
+
+@pytest.fixture
+def bridge(make_bridge: MakeBridge) -> Bridge:
+    return make_bridge()
+
+
+@pytest.fixture
+def marker() -> str:
+    """A unique argument that makes a child findable in /proc with `pids_with_marker`."""
+    return f"bridge-test-marker-{uuid.uuid4().hex}"
+
+
+def _stdio_args(fixture: str, *extra: str) -> str:
+    return json.dumps([fixture_path(fixture), *extra])
+
+
+@pytest.fixture
+def stdio_args() -> StdioArgs:
+    """`stdio_args("echo", marker)`: the args_json that runs a fixture server with sys.executable."""
+    return _stdio_args

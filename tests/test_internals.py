@@ -1,0 +1,51 @@
+"""The canary for `bridge.internals`: every private part of FastMCP and the SDK the bridge reaches
+is still there and still behaves as the bridge relies on. A failure here after an upgrade names the
+reach that moved; fix `bridge/internals.py`, nowhere else. (Importing `bridge.internals` is itself
+the check that the private names still exist.)"""
+
+from __future__ import annotations
+
+import inspect
+
+import httpx2
+import mcp_types
+from fastmcp import FastMCP
+from mcp.server.lowlevel import Server
+
+from bridge import internals
+
+
+def test_the_lifespan_is_an_async_context_manager_that_enters_and_exits() -> None:
+    import anyio
+
+    app = FastMCP("canary")
+
+    async def enter_and_exit() -> None:
+        async with internals.lifespan(app):
+            pass
+
+    anyio.run(enter_and_exit)
+
+
+def test_the_lowlevel_server_is_the_sdks_and_serves_streams() -> None:
+    server = internals.lowlevel_server(FastMCP("canary"))
+    assert isinstance(server, Server)
+    assert list(inspect.signature(server.run).parameters)[:3] == ["read_stream", "write_stream", "initialization_options"]
+
+
+def test_the_initialization_options_advertise_list_changed_as_fastmcps_own_stdio_does() -> None:
+    app = FastMCP("canary", version="9.9.9")
+    options = internals.initialization_options(app)
+    assert options.server_name == "canary" and options.server_version == "9.9.9"
+    capabilities = internals.lowlevel_server(app).get_capabilities(
+        internals.lowlevel_server(app).notification_options, {}
+    )
+    assert isinstance(capabilities, mcp_types.ServerCapabilities)
+    assert capabilities.tools is not None and capabilities.tools.list_changed is True
+
+
+def test_the_http_client_factory_takes_headers_and_a_timeout() -> None:
+    client = internals.create_mcp_http_client(headers={"X-Canary": "1"}, timeout=httpx2.Timeout(5))
+    assert isinstance(client, httpx2.AsyncClient)
+    assert client.headers["X-Canary"] == "1"
+
