@@ -12,6 +12,7 @@ Every failure is a `BridgeError` carrying exactly one of these codes:
     child_exited       the child died (exit code, last lines of its stderr)   yes
     connect_failed     HTTP connect/TLS/DNS failure, or a 5xx                 yes
     http_error         HTTP 4xx (401/403/404)                                 no
+    auth_required      the server needs an OAuth sign-in (how, in the message)  no
     protocol_error     not MCP, handshake failure                             no
     timeout            over MCP_TIMEOUT; the child is killed                  yes
     tool_error         the downstream tool returned isError                   no
@@ -35,6 +36,7 @@ ErrorCode = Literal[
     "child_exited",
     "connect_failed",
     "http_error",
+    "auth_required",
     "protocol_error",
     "timeout",
     "tool_error",

@@ -7,16 +7,29 @@ it sits at the bottom of the package with the settings and the errors.
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import Any, Protocol
 
+import anyio
+import httpx2
 from fastmcp import FastMCP
 from mcp.client._transport import TransportStreams
+from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.auth import AuthorizationCodeResult
 
-__all__ = ["TransportStreams", "create_mcp_http_client", "initialization_options", "lifespan", "lowlevel_server"]
+__all__ = [
+    "SharedTokenStorage",
+    "StoredOAuth",
+    "TransportStreams",
+    "create_mcp_http_client",
+    "initialization_options",
+    "lifespan",
+    "lowlevel_server",
+]
 
 
 def lifespan(app: FastMCP) -> AbstractAsyncContextManager[Any]:
@@ -32,3 +45,96 @@ def lowlevel_server(app: FastMCP) -> Server[Any]:
 def initialization_options(app: FastMCP) -> InitializationOptions:
     """The options FastMCP's own stdio serving passes: its notification options (list-changed) included."""
     return app._mcp_server.create_initialization_options()
+
+
+class SharedTokenStorage(TokenStorage, Protocol):
+    """A `TokenStorage` that several processes share (`bridge.store.tokens.ServerTokens`)."""
+
+    @property
+    def expires_at(self) -> float | None: ...
+
+    def refreshing(self) -> AbstractAsyncContextManager[None]: ...
+
+
+REFRESH_MARGIN_S = 30.0  # refresh this long before the access token expires, not after a 401
+
+
+class StoredOAuth(OAuthClientProvider):
+    """The SDK's OAuth client over storage other bridge processes write too.
+
+    Before each request it reads the shared storage again (another process may have refreshed), takes
+    the stored absolute expiry (the SDK keeps none for stored tokens, so it would never refresh them),
+    and refreshes under the storage's cross-process lock, reading once more inside it. Reaches into
+    `OAuthClientProvider._auth_flow`, `_initialized` and `context` (the canary test watches them).
+    """
+
+    def __init__(
+        self,
+        *,
+        server_url: str,
+        client_metadata: Any,
+        storage: SharedTokenStorage,
+        redirect_handler: Callable[[str], Awaitable[None]] | None = None,
+        callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
+    ) -> None:
+        super().__init__(
+            server_url=server_url,
+            client_metadata=client_metadata,
+            storage=storage,
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+        )
+        self._shared = storage
+        # One flow at a time, reload included: a reload while another request is mid-refresh would
+        # put back the tokens that refresh is replacing (the SDK's own lock covers only its flow).
+        self._one_at_a_time = anyio.Lock()
+
+    async def _reload(self) -> None:
+        context = self.context
+        context.current_tokens = await self._shared.get_tokens()
+        context.client_info = await self._shared.get_client_info()
+        expires_at = self._shared.expires_at
+        context.token_expiry_time = None if expires_at is None else expires_at - REFRESH_MARGIN_S
+        self._initialized = True
+
+    def _needs_refresh(self) -> bool:
+        return not self.context.is_token_valid() and self.context.can_refresh_token()
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow over freshly read storage. A refresh happens under the cross-process lock;
+        a 401 to a token believed valid (revoked, or expired early) gets one refresh and a second try
+        before the SDK's flow would ask for a sign-in."""
+        async with self._one_at_a_time, AsyncExitStack() as held:
+            locked = False
+
+            async def lock_and_reload() -> None:
+                nonlocal locked
+                if not locked:
+                    await held.enter_async_context(self._shared.refreshing())
+                    locked = True
+                await self._reload()  # the lock's last holder may have refreshed already
+
+            await self._reload()
+            if self._needs_refresh():
+                await lock_and_reload()
+            retried = False
+            flow = super()._auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    if outgoing is request and response.status_code == 401 and not retried and self.context.can_refresh_token():
+                        retried = True
+                        await flow.aclose()
+                        rejected = self.context.current_tokens
+                        await lock_and_reload()
+                        if self.context.current_tokens == rejected:  # nobody refreshed it meanwhile: now
+                            self.context.token_expiry_time = 1.0  # long past (0 would mean "never expires")
+                        flow = super()._auth_flow(request)
+                        outgoing = await flow.__anext__()
+                        continue
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()

@@ -34,12 +34,22 @@ class _Spec(BaseModel):
     )
 
 
+class OAuthClient(BaseModel):
+    """Developer-only: how the bridge signs in to a server that offers no dynamic client registration."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    client_id: str | None = Field(None, description="A client registered with the server's authorization server.")
+    scopes: tuple[str, ...] = Field((), description="Scopes to ask for; else the server's metadata decides.")
+
+
 class HttpServerSpec(_Spec):
     """A Streamable HTTP endpoint. Headers may hold secrets: never echoed, never logged."""
 
     transport: Literal["http"] = "http"
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
+    oauth: OAuthClient | None = Field(None, description="Developer-only: static OAuth client info.")
 
 
 class StdioServerSpec(_Spec):

@@ -149,6 +149,11 @@ class Settings(BaseSettings):
         return self.state_dir / "tool_mcp" / "servers.json"
 
     @property
+    def tokens_dir(self) -> Path:
+        """Where the OAuth sign-ins to downstream servers are kept, one file per server."""
+        return self.state_dir / "oauth" / "servers"
+
+    @property
     def audit_dir(self) -> Path:
         """Where the audit log (`audit.jsonl` and its rotations) lives."""
         return self.state_dir / "audit"

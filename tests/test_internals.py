@@ -10,9 +10,12 @@ import inspect
 import httpx2
 import mcp_types
 from fastmcp import FastMCP
+from mcp.client.auth import OAuthClientProvider
 from mcp.server.lowlevel import Server
 
 from bridge import internals
+from bridge.models import HttpServerSpec
+from bridge.tools.oauth import oauth_client_metadata
 
 
 def test_the_lifespan_is_an_async_context_manager_that_enters_and_exits() -> None:
@@ -49,3 +52,16 @@ def test_the_http_client_factory_takes_headers_and_a_timeout() -> None:
     assert isinstance(client, httpx2.AsyncClient)
     assert client.headers["X-Canary"] == "1"
 
+
+
+def test_the_sdk_oauth_client_still_has_the_parts_stored_oauth_drives() -> None:
+    assert inspect.isasyncgenfunction(OAuthClientProvider._auth_flow)
+    spec = HttpServerSpec(url="http://127.0.0.1:9/mcp")
+    provider = internals.StoredOAuth(
+        server_url=spec.url, client_metadata=oauth_client_metadata(spec), storage=None  # type: ignore[arg-type]
+    )
+    context = provider.context
+    for name in ("current_tokens", "client_info", "token_expiry_time"):
+        assert hasattr(context, name), name
+    assert callable(context.is_token_valid) and callable(context.can_refresh_token)
+    assert provider._initialized is False

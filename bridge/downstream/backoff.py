@@ -56,6 +56,8 @@ class Backoff:
         )
 
     def failed(self, name: str, spec: ServerSpec, error: BridgeError) -> None:
+        if error.code == "auth_required":  # waits for the user to sign in, not for time to pass
+            return
         failures = self._failures.get(name)
         if failures is None or failures.spec != spec:
             failures = self._failures[name] = _Failures(spec=spec, count=0, last=error)

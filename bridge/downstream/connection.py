@@ -8,11 +8,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
+from mcp.client.auth.exceptions import OAuthFlowError
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -57,11 +59,23 @@ def _http_hint(status: int) -> str:
 class Connection:
     """One attempt to reach a server: the transport for its spec, and what it saw go wrong."""
 
-    def __init__(self, spec: ServerSpec, settings: SessionSettings) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        settings: SessionSettings,
+        *,
+        name: str = "",
+        auth: Callable[[], httpx2.Auth | None] = lambda: None,
+    ) -> None:
+        """`name` is the server's registered name (messages say how to sign in to it); `auth()` gives
+        what signs HTTP requests in (the server's stored OAuth tokens), when there are any."""
         self.spec = spec
         self.settings = settings
+        self.name = name
+        self.auth = auth
         self.children: list[Child] = []
         self.statuses: list[int] = []
+        self.challenged = False  # a 401 with a Bearer challenge came back
         self.requested: set[str] = set()  # every URL an HTTP request went to
         self.redirect: Redirect | None = None  # the latest redirect answer
         # A message over MAX_MESSAGE_BYTES was refused.
@@ -102,6 +116,8 @@ class Connection:
             return BridgeError(
                 "child_exited", f"The server process exited with code {code}.{last}", exit_code=code, stderr_tail=tail
             )
+        if (self.challenged and 401 in statuses) or any(isinstance(leaf, OAuthFlowError) for leaf in leaves):
+            return self._sign_in_needed()
         if any(isinstance(leaf, TimeoutError | httpx2.TimeoutException) for leaf in leaves):
             if child is not None and child.never_spoke_mcp:
                 return self._not_mcp(child)
@@ -131,6 +147,16 @@ class Connection:
                 return BridgeError("protocol_error", f"The server's answer is not valid MCP ({errors}).")
         first = leaves[0]
         return BridgeError("protocol_error", f"The session failed: {type(first).__name__}: {first}")
+
+    def _sign_in_needed(self) -> BridgeError:
+        """A 401 with a Bearer challenge, or a sign-in that can no longer be refreshed."""
+        command = f"mcp-bridge auth login {self.name}"
+        return BridgeError(
+            "auth_required",
+            f"The server {self.name!r} needs the user to sign in with OAuth. Ask the user to run `{command}` "
+            "in a terminal on the machine running the bridge (it opens the sign-in page), then call again.",
+            command=command,
+        )
 
     def _not_mcp(self, child: Child) -> BridgeError:
         if child.non_json_lines:

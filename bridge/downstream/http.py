@@ -75,6 +75,9 @@ async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncI
     async def watch(response: httpx2.Response) -> None:
         """Record what came back; never decode, and cap every body but an event stream (the SDK caps each event)."""
         connection.statuses.append(response.status_code)
+        challenge = response.headers.get("www-authenticate", "").lower()
+        if response.status_code == 401 and challenge.startswith("bearer") and "resource_metadata" in challenge:
+            connection.challenged = True  # an OAuth-protected MCP resource (RFC 9728) said: sign in
         sent_to = response.request.url.copy_with(fragment=None)
         connection.requested.add(str(sent_to))
         if response.has_redirect_location:
@@ -90,7 +93,7 @@ async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncI
 
     headers = {name: value for name, value in spec.headers.items() if name.lower() != "accept-encoding"}
     headers["Accept-Encoding"] = "identity"
-    client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(connection.settings.timeout))
+    client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(connection.settings.timeout), auth=connection.auth())
     client.event_hooks["response"] = [watch]
     transport = streamable_http_client(spec.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES)
     async with client, transport as streams:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
+import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client
@@ -74,9 +75,16 @@ class _Live:
 class Sessions:
     """The pool. `serve()` must run on the worker loop for as long as sessions may be used."""
 
-    def __init__(self, settings: SessionSettings, backoff: Backoff) -> None:
+    def __init__(
+        self,
+        settings: SessionSettings,
+        backoff: Backoff,
+        auth_for: Callable[[str, ServerSpec], httpx2.Auth | None] = lambda name, spec: None,
+    ) -> None:
+        """`auth_for(name, spec)` signs a new session's HTTP requests in (stored OAuth tokens), or not."""
         self.settings = settings
         self.backoff = backoff
+        self._auth_for = auth_for
         self._live: dict[str, _Live] = {}
         self._tg: TaskGroup | None = None
         self._opening: dict[str, anyio.Lock] = {}
@@ -211,7 +219,8 @@ class Sessions:
     async def _use(self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]]) -> T:
         """Run `op` on the server's live session within the timeout; a transport failure retires the session."""
         live: _Live | None = None
-        connection = Connection(spec, self.settings)  # used only if a new session must be opened
+        # Used only if a new session must be opened.
+        connection = Connection(spec, self.settings, name=name, auth=lambda: self._auth_for(name, spec))
         try:
             with anyio.fail_after(self.settings.timeout):
                 live = await self._acquire(name, connection)

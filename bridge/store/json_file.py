@@ -1,7 +1,10 @@
 """A JSON file that several processes share: forgiving cached reads, strict locked atomic writes.
 
 - Reads are cached by the file's identity (device, inode, size, mtime): a write by another process
-  replaces the inode, so the next read sees it; an unchanged file is never parsed twice.
+  replaces the inode, so the next read sees it; an unchanged file is never parsed twice. As git
+  does for its index ("racy git"), a file changed less than `SETTLED_S` before it was read is not
+  cached: a freed inode may be reused at once, and within the file system's timestamp granularity
+  a new version could then look like the old one.
 - Writes take an exclusive lock (`<file>.lock`), hand the caller the current content read strictly
   under it, and publish through a random 0600 temp file in the same directory: fsync, `os.replace`,
   directory fsync. A crash at any point leaves the old file or the new one; the temp file a killed
@@ -16,6 +19,7 @@ import logging
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +36,7 @@ LOCK_TIMEOUT_S = 5.0
 # with 8 busy writers the slowest write took about 2 s, against 0.4 s at 0.01 s.
 _LOCK_POLL_S = 0.01
 _TEMP_SUFFIX = ".tmp"
+SETTLED_S = 1.0
 # The step that publishes a write; the crash tests stand in for it to stop a writer right there.
 _replace = os.replace
 
@@ -99,7 +104,8 @@ class JsonFile(Generic[T]):
             value = self._parse(json.loads(text))
         except ValueError as exc:
             raise Unreadable(f"{self.path} is not valid JSON: {exc}") from None
-        self._cached = (key, value)
+        settled = time.time_ns() - info.st_mtime_ns > SETTLED_S * 1e9
+        self._cached = (key, value) if settled else None
         return value
 
     @contextmanager

@@ -32,7 +32,13 @@ from typing import Any, Iterator
 from pydantic import TypeAdapter, ValidationError
 
 from bridge.errors import BridgeError, describe_validation, not_found
-from bridge.models import NAME_PATTERN, Origin, ServerSpec, StdioServerSpec
+from bridge.models import (
+    NAME_PATTERN,
+    HttpServerSpec,
+    Origin,
+    ServerSpec,
+    StdioServerSpec,
+)
 from bridge.store.baselines import Baseline
 from bridge.store.json_file import (
     LOCK_TIMEOUT_S,
@@ -96,9 +102,11 @@ def _parse(data: Any, where: Path) -> _Content:
             raise Unreadable(f"{where}: entry {name!r} is invalid: {exc.errors()[0]['msg']}") from None
         if spec.tools is not None or (
             isinstance(spec, StdioServerSpec) and (spec.env or spec.network or spec.write_paths)
-        ):
+        ) or (isinstance(spec, HttpServerSpec) and spec.oauth is not None):
             # Only the developer's config may widen a child's sandbox or set a tool policy; a file can be planted.
-            raise Unreadable(f"{where}: entry {name!r} carries developer-only fields (env, network, write_paths, tools)")
+            raise Unreadable(
+                f"{where}: entry {name!r} carries developer-only fields (env, network, write_paths, tools, oauth)"
+            )
         entries[name] = spec
     baselines: dict[str, Baseline] = {}
     raw_baselines = data.get("baselines", {})

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import anyio.to_thread
+import httpx2
 import mcp_types as types
 from pydantic import BaseModel
 
@@ -28,6 +29,7 @@ from bridge.downstream.connection import SessionSettings
 from bridge.downstream.pool import Sessions
 from bridge.downstream.runtime import Runtime
 from bridge.errors import BridgeError, ErrorResult, unknown_tool
+from bridge.internals import StoredOAuth
 from bridge.models import (
     AddResult,
     HttpServerSpec,
@@ -41,10 +43,12 @@ from bridge.models import (
 )
 from bridge.settings import Settings, workspace_problem
 from bridge.store.registry import Registry, parse_config_servers
+from bridge.store.tokens import ServerTokens
 from bridge.tools import output, policy, secrets, validation
 from bridge.tools.audit import AuditEntry, AuditLog
 from bridge.tools.drift import DriftGuard
 from bridge.tools.gates import require_dynamic, require_transport
+from bridge.tools.oauth import oauth_client_metadata
 from bridge.tools.sync import SyncFaces
 from sandbox import SandboxConfig, probe
 
@@ -130,6 +134,7 @@ class Bridge(SyncFaces):
                 max_sessions=settings.max_sessions,
             ),
             Backoff(after=settings.backoff_after, max_s=settings.backoff_max_s, clock=time.monotonic),
+            auth_for=self._signed_in,
         )
         # Probed once, now, off the loop that will serve the host; None when stdio children can start.
         self.sandbox_problem = probe(sandbox) if "stdio" in settings.allowed_transports else None
@@ -146,7 +151,7 @@ class Bridge(SyncFaces):
 
         Raises `BridgeError`: this is not a tool, so there is no reply to carry the error.
         """
-        name, spec = self._resolve(server)
+        name, spec = self.resolve(server)
         return self.runtime.run(lambda: self.sessions.list_tools(name, spec))
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -183,7 +188,21 @@ class Bridge(SyncFaces):
         )
         return reply
 
-    def _resolve(self, server: object) -> tuple[str, ServerSpec]:
+    def tokens(self, name: str, spec: HttpServerSpec) -> ServerTokens:
+        """The OAuth sign-in kept for the server `name` at its URL (maybe none yet)."""
+        return ServerTokens(self.settings.tokens_dir, name, spec.url)
+
+    def _signed_in(self, name: str, spec: ServerSpec) -> httpx2.Auth | None:
+        """What signs a new session's requests in: the server's stored OAuth tokens, if it has any.
+        They are the server's own, never the host's, and bound to the URL they were issued for."""
+        if not isinstance(spec, HttpServerSpec):
+            return None
+        tokens = self.tokens(name, spec)
+        if not tokens.signed_in:
+            return None
+        return StoredOAuth(server_url=spec.url, client_metadata=oauth_client_metadata(spec), storage=tokens)
+
+    def resolve(self, server: object) -> tuple[str, ServerSpec]:
         """The registered spec, ready to connect: `${env:NAME}` header references filled in here, in
         memory only, so the registry and everything listed keep the reference."""
         name = validation.server_name(server, "server")
@@ -216,7 +235,7 @@ class Bridge(SyncFaces):
                 )
                 text, _ = output.cut(output.servers(data), self.settings.max_chars)
                 return Reply(text=text, data=data)
-            name, spec = self._resolve(server)
+            name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
             tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec))
             rules = self._policy(name)
@@ -235,7 +254,7 @@ class Bridge(SyncFaces):
 
     async def call_tool_async(self, server: str, tool_name: str, arguments_json: object = "{}") -> Reply:
         async def build() -> Reply:
-            name, spec = self._resolve(server)
+            name, spec = self.resolve(server)
             tool = validation.tool_name(tool_name)
             arguments = validation.arguments(arguments_json)
             rules = self._policy(name)
@@ -292,8 +311,11 @@ class Bridge(SyncFaces):
         async def build() -> Reply:
             require_dynamic(self.settings)
             checked = validation.server_name(name)
+            spec = self.registry.dynamic().get(checked)
             restored = await anyio.to_thread.run_sync(self.registry.remove, checked)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
+            if isinstance(spec, HttpServerSpec):  # a removed server's sign-in is forgotten with it
+                self.tokens(checked, spec).forget()
             text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")
             return Reply(text=text, data=RemoveResult(name=checked, restored_config_entry=restored))
 

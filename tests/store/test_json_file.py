@@ -7,12 +7,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bridge.store.json_file import JsonFile, Unreadable, read_untrusted
+from bridge.store.json_file import SETTLED_S, JsonFile, Unreadable, read_untrusted
 
 
 def counting(path: Path) -> tuple[JsonFile[Any], list[Any]]:
@@ -25,9 +26,16 @@ def counting(path: Path) -> tuple[JsonFile[Any], list[Any]]:
     return JsonFile(path, parse), parsed
 
 
+def settle(path: Path) -> None:
+    """Date the file's last change back past `SETTLED_S`, as if written a while ago."""
+    past = time.time_ns() - int(10 * SETTLED_S * 1e9)
+    os.utime(path, ns=(past, past))
+
+
 def test_an_unchanged_file_is_parsed_once(tmp_path: Path) -> None:
     path = tmp_path / "f.json"
     path.write_text('{"a": 1}')
+    settle(path)
     file, parsed = counting(path)
     assert [file.read() for _ in range(5)] == [{"a": 1}] * 5
     assert len(parsed) == 1
@@ -47,6 +55,18 @@ def test_a_write_by_another_process_is_seen_on_the_next_read(tmp_path: Path) -> 
     subprocess.run([sys.executable, "-c", script, str(path)], check=True)
     assert file.read() == {"v": 2}
     assert len(parsed) == 2
+
+
+def test_a_file_changed_just_now_is_read_again_even_when_it_looks_the_same(tmp_path: Path) -> None:
+    """Racy git: a rewrite within the timestamp granularity, on a reused inode, keeps every stat field."""
+    path = tmp_path / "f.json"
+    path.write_text('{"v": 1}')
+    file, _ = counting(path)
+    assert file.read() == {"v": 1}
+    info = os.stat(path)
+    path.write_text('{"v": 2}')  # same inode, same size
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))  # same mtime
+    assert file.read() == {"v": 2}
 
 
 def test_a_missing_file_reads_as_none_and_a_bad_one_as_unreadable(tmp_path: Path) -> None:
