@@ -1,6 +1,6 @@
 """One attempt to reach a server, and what its failures mean.
 
-`Connection.transport()` is the one place that branches on the kind of server (`stdio_transport`,
+`Connection.transport()` is the one place that picks a transport by the kind of server (`stdio_transport`,
 `http_transport`); `Connection.classify` turns whatever the SDK, httpx or the OS raised into one
 `BridgeError`, from what the transport saw go wrong.
 """

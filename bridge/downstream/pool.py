@@ -32,8 +32,10 @@ from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind
 
-from bridge import __version__
+from bridge import __version__, telemetry
 from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import Connection, SessionSettings
 from bridge.errors import BridgeError, unknown_tool
@@ -216,14 +218,23 @@ class Sessions:
         if live is not None:
             await self._close(live, kill=False)
 
-    async def _use(self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]]) -> T:
-        """Run `op` on the server's live session within the timeout; a transport failure retires the session."""
+    async def _use(
+        self, name: str, spec: ServerSpec, request: str, op: Callable[[_Live, Client], Awaitable[T]]
+    ) -> T:
+        """Run `op` on the server's live session within the timeout; a transport failure retires the
+        session. Traced as a `request` span (the caller's tool call span is its parent)."""
+        with telemetry.tracer.start_as_current_span(request, kind=SpanKind.CLIENT) as span:
+            span.set_attribute(telemetry.SERVER, name)
+            return await self._use_traced(name, spec, op, span)
+
+    async def _use_traced(self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]], span: Span) -> T:
         live: _Live | None = None
         # Used only if a new session must be opened.
         connection = Connection(spec, self.settings, name=name, auth=lambda: self._auth_for(name, spec))
         try:
             with anyio.fail_after(self.settings.timeout):
                 live = await self._acquire(name, connection)
+                span.set_attribute(telemetry.SESSION, "started" if live.connection is connection else "reused")
                 try:
                     assert live.client is not None
                     return await op(live, live.client)
@@ -261,7 +272,7 @@ class Sessions:
         async def op(live: _Live, client: Client) -> list[types.Tool]:
             return list((await self._tools(live, client)).values())
 
-        return await self._use(name, spec, op)
+        return await self._use(name, spec, "tools/list", op)
 
     async def call_tool(
         self,
@@ -288,9 +299,10 @@ class Sessions:
                     "protocol_error",
                     f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), which the bridge does not support.",
                 )
+            trace.get_current_span().set_attribute(telemetry.DOWNSTREAM_TOOL, tool_name)
             return tool, await client.call_tool(tool_name, arguments)
 
-        return await self._use(name, spec, op)
+        return await self._use(name, spec, "tools/call", op)
 
     @property
     def live_count(self) -> int:

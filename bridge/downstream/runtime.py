@@ -1,10 +1,9 @@
 """One long-lived event loop in its own thread, where all downstream client work runs.
 
-Hosts call the tools from inside their own running event loop, where a nested `asyncio.run()` fails,
-and a fresh loop per call could never keep a session open between calls. So the tools stay plain
-sync functions and hand coroutines to this loop through an anyio blocking portal: from a sync
-caller, a plain thread, or a thread whose own loop is running (the portal only refuses its own
-thread, where waiting would deadlock).
+A client session must live on one loop for as long as it stays warm, while its callers come from
+anywhere: the host face's loop (in stdio mode, this very loop), a sync caller, a plain thread. They
+hand coroutines to this loop through an anyio blocking portal (`run` blocks, `run_async` awaits;
+the portal only refuses its own thread, where waiting would deadlock).
 """
 
 from __future__ import annotations
@@ -49,7 +48,11 @@ class Runtime:
         return self._get_portal().call(func)
 
     async def run_async(self, func: Callable[[], Awaitable[T]]) -> T:
-        """Await `func()` run on the worker loop, from any event loop, without blocking that loop."""
+        """Await `func()` run on the worker loop, from any event loop, without blocking that loop.
+
+        The caller's context variables go with it (the current trace span, among them): asyncio's
+        `call_soon_threadsafe`, under the portal, runs in a copy of the calling thread's context.
+        """
         portal = self._get_portal()
         if threading.get_ident() == self._loop_thread:
             return await func()

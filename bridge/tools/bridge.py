@@ -22,8 +22,10 @@ from datetime import UTC, datetime
 import anyio.to_thread
 import httpx2
 import mcp_types as types
+from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import BaseModel
 
+from bridge import telemetry
 from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import SessionSettings
 from bridge.downstream.pool import Sessions
@@ -165,14 +167,25 @@ class Bridge(SyncFaces):
         downstream_tool: object = None,
         arguments_json: object = None,
     ) -> Reply:
-        """Run one tool call: a `BridgeError` becomes its `ErrorResult`; either way it is audited."""
+        """Run one tool call: a `BridgeError` becomes its `ErrorResult`; either way it is audited and,
+        when tracing is set up, a span."""
         started = time.monotonic()
-        try:
-            reply = await build()
-        except BridgeError as exc:
-            data = exc.to_result()
-            text, _ = output.cut(output.error(data), self.settings.max_chars)
-            reply = Reply(text=text, data=data)
+        with telemetry.tracer.start_as_current_span(tool, kind=SpanKind.INTERNAL) as span:
+            span.set_attribute(telemetry.TOOL, tool)
+            span.set_attribute(telemetry.CALLER, self.caller)
+            for key, value in ((telemetry.SERVER, server), (telemetry.DOWNSTREAM_TOOL, downstream_tool)):
+                if (named := _audited_name(value)) is not None:
+                    span.set_attribute(key, named)
+            try:
+                reply = await build()
+            except BridgeError as exc:
+                data = exc.to_result()
+                text, _ = output.cut(output.error(data), self.settings.max_chars)
+                reply = Reply(text=text, data=data)
+            outcome = reply.data.code if isinstance(reply.data, ErrorResult) else "ok"
+            span.set_attribute(telemetry.OUTCOME, outcome)
+            if outcome != "ok":
+                span.set_status(Status(StatusCode.ERROR, outcome))
         self.audit.record(
             AuditEntry(
                 time=datetime.now(UTC),
@@ -183,7 +196,7 @@ class Bridge(SyncFaces):
                 downstream_tool=_audited_name(downstream_tool),
                 argument_bytes=_size(arguments_json),
                 duration_ms=round((time.monotonic() - started) * 1000, 3),
-                outcome=reply.data.code if isinstance(reply.data, ErrorResult) else "ok",
+                outcome=outcome,
             )
         )
         return reply

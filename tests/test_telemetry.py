@@ -1,0 +1,73 @@
+"""Traces: with OpenTelemetry set up, each tool call is a span and its downstream request a child
+span, with the server, tools, session reuse and outcome as attributes and nothing secret."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+import pytest
+from bridge_support import MakeBridge
+from helpers import fixture_path
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+EXPORTER = InMemorySpanExporter()
+_provider = TracerProvider()
+_provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+trace.set_tracer_provider(_provider)  # once per process; the bridge's tracer is a proxy until then
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    EXPORTER.clear()
+    yield EXPORTER
+    EXPORTER.clear()
+
+
+def named(spans: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
+    return [span for span in spans.get_finished_spans() if span.name == name]
+
+
+def test_a_call_is_a_span_with_its_downstream_request_as_a_child(make_bridge: MakeBridge, spans: InMemorySpanExporter) -> None:
+    bridge = make_bridge()
+    secret = "Bearer s3cr3t-never-in-a-span"
+    bridge.add_server("echo", command=sys.executable, args_json=json.dumps([fixture_path("echo")]))
+    bridge.add_server("remote", url="http://127.0.0.1:9/mcp", headers_json=json.dumps({"Authorization": secret}))
+    for text in ("first", "second"):
+        assert bridge.call_tool("echo", "echo", json.dumps({"text": text})).text == text
+    bridge.call_tool("remote", "anything", "{}")
+
+    calls = named(spans, "mcp_call_tool")
+    assert [span.attributes["mcp_bridge.outcome"] for span in calls] == ["ok", "ok", "connect_failed"]
+    first = calls[0].attributes
+    assert first["mcp_bridge.server"] == "echo" and first["mcp_bridge.downstream_tool"] == "echo"
+    assert first["mcp_bridge.tool"] == "mcp_call_tool" and first["mcp_bridge.caller"] == "host"
+    assert calls[2].status.status_code == trace.StatusCode.ERROR
+
+    requests = [span for span in named(spans, "tools/call") if span.attributes["mcp_bridge.server"] == "echo"]
+    assert [span.parent.span_id for span in requests] == [calls[0].context.span_id, calls[1].context.span_id]
+    assert [span.attributes["mcp_bridge.session"] for span in requests] == ["started", "reused"]
+    assert requests[0].kind == trace.SpanKind.CLIENT
+
+    exported = json.dumps([dict(span.attributes or {}) for span in spans.get_finished_spans()])
+    assert "s3cr3t" not in exported and "first" not in exported  # neither header values nor arguments
+
+
+
+def test_the_child_span_keeps_its_parent_across_the_hop_to_the_worker_loop(
+    make_bridge: MakeBridge, spans: InMemorySpanExporter
+) -> None:
+    """As over HTTP: the tool runs on the host face's own loop, the downstream request on the worker's."""
+    import anyio
+
+    bridge = make_bridge()
+    bridge.add_server("echo", command=sys.executable, args_json=json.dumps([fixture_path("echo")]))
+    reply = anyio.run(lambda: bridge.call_tool_async("echo", "echo", '{"text": "hop"}'))
+    assert reply.text == "hop"
+    [call] = named(spans, "mcp_call_tool")
+    [request] = named(spans, "tools/call")
+    assert request.parent is not None and request.parent.span_id == call.context.span_id
