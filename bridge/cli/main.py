@@ -12,11 +12,13 @@ import logging
 import os
 import sys
 
-from bridge.cli import audit, auth, desktop, importer, probe, servers
 from bridge.cli.errors import EPILOG, CliError, Exit
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Imported here, not at the top: serving (the default) loads none of the commands' modules.
+    from bridge.cli import audit, auth, desktop, importer, probe, servers
+
     parser = argparse.ArgumentParser(
         prog="mcp-bridge",
         description="An MCP server with four fixed tools that reach other MCP servers.\n\n"
@@ -47,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve(argv[1:] if argv[:1] == ["serve"] else argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="mcp-bridge: %(levelname)s: %(message)s")
-    head, command_line = servers.split_command_line(argv)
+    from bridge.cli.servers import split_command_line
+
+    head, command_line = split_command_line(argv)
     try:
         args = build_parser().parse_args(head)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed by argparse
