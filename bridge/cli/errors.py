@@ -9,7 +9,8 @@
     4     forbidden                                      forbidden
     5     registry error                                 registry_error
     6     the downstream server failed                   spawn_failed, child_exited, connect_failed,
-                                                         http_error, protocol_error, timeout
+                                                         http_error, auth_required, protocol_error,
+                                                         timeout
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ EXIT_FOR_CODE: dict[ErrorCode, Exit] = {
     "child_exited": Exit.DOWNSTREAM,
     "connect_failed": Exit.DOWNSTREAM,
     "http_error": Exit.DOWNSTREAM,
+    "auth_required": Exit.DOWNSTREAM,
     "protocol_error": Exit.DOWNSTREAM,
     "timeout": Exit.DOWNSTREAM,
     "tool_error": Exit.CHECK_FAILED,
