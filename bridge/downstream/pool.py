@@ -304,7 +304,3 @@ class Sessions:
 
         return await self._use(name, spec, "tools/call", op)
 
-    @property
-    def live_count(self) -> int:
-        return len(self._live)
-
