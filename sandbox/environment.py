@@ -65,8 +65,10 @@ def child_environment(
     write_roots: tuple[Path, ...],
     prefixes: tuple[str, ...],
     server_env: Mapping[str, str],
+    fixed: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Allowlist + configured prefixes (minus forbidden names), then HOME/TMPDIR, then server_env."""
+    """Allowlist + configured prefixes (minus forbidden names), then HOME/TMPDIR and the sandbox's
+    `fixed` values (private home folders, proxy), then server_env."""
     prefixes = tuple(p for p in prefixes if p)  # an empty prefix would pass the whole environment
     env: dict[str, str] = {}
     for name, value in parent.items():
@@ -81,5 +83,6 @@ def child_environment(
     env["PATH"] = sanitize_path(env.get("PATH", DEFAULT_PATH), write_roots) or DEFAULT_PATH
     env["HOME"] = str(home)
     env["TMPDIR"] = env["TMP"] = env["TEMP"] = tmpdir
+    env.update(fixed or {})
     env.update(server_env)
     return env

@@ -1,7 +1,7 @@
 """Runs inside the sandbox: attempt one action, print one JSON line {"ok": bool, "detail": ...}.
 
     write PATH | write_tmp NAME (in $TMPDIR) | read PATH | listdir PATH | rename SRC DST
-    connect HOST PORT | connect_unix PATH
+    connect HOST PORT | connect_unix PATH | socketpair
     environ (every readable /proc/*/environ) | own_environ | heartbeat PATH (append forever)
 
 Also run by scripts/macos_sandbox_smoke.py, so it sticks to the standard library.
@@ -67,6 +67,7 @@ ACTIONS = {
     "rename": os.rename,
     "connect": connect,
     "connect_unix": connect_unix,
+    "socketpair": lambda: [s.close() for s in socket.socketpair()] and None,
     "environ": environ,
     "own_environ": lambda: dict(os.environ),
     "heartbeat": heartbeat,

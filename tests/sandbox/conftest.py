@@ -49,3 +49,4 @@ def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
         yield Box(root=root, home=home, ws=ws, state=state, python=visible_python())
     finally:
         shutil.rmtree(root)
+        shutil.rmtree(f"/tmp/mcp-box-{root.name[-8:]}", ignore_errors=True)
