@@ -7,12 +7,15 @@ child's private temp dir. `finish_launch` undoes what a launch left on disk once
 
 On Linux the spawn is `/bin/sh -c 'exec "$@" 3<"$0"' PROGRAM bwrap ...`: the shell only opens the
 seccomp program as fd 3 for `bwrap --seccomp 3` (the script is constant; every path is a
-positional parameter), so the bridge needs no `pass_fds`.
+positional parameter), so the bridge needs no `pass_fds`. A root bridge's children are host uid 0,
+which the kernel exempts from RLIMIT_NPROC, so there the shell first joins a `pids` cgroup.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import logging
 import os
 import pwd
@@ -52,6 +55,8 @@ CHILD_TMP_LINUX = "/tmp"  # bwrap mounts a private tmpfs there
 CHILD_TMP_PARENT_DARWIN = "/private/tmp"
 SHELL = "/bin/sh"
 OPEN_FD3 = 'exec "$@" 3<"$0"'
+JOIN_CGROUP_OPEN_FD3 = 'echo $$ > "$1" && shift && exec "$@" 3<"$0"'  # $1: the cgroup's procs file
+PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # v1, then v2
 SECCOMP_FD = 3
 FORWARDER = Path(__file__).with_name("forwarder.py")
 PROXY_ENV_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
@@ -113,6 +118,7 @@ class Launch:
     placeholders: tuple[Path, ...] = ()
     limits: Limits | None = None
     started: float = 0.0  # monotonic; proxy denials since then are this child's
+    cgroup: Path | None = None  # a root bridge's pids cgroup for this child
 
 
 def prepare_launch(
@@ -174,10 +180,15 @@ def prepare_launch(
             policy, [plan.executable, *args], cwd=cwd, bwrap=backend.tool, seccomp_fd=SECCOMP_FD,
             limits=config.limits, forwarder=_forwarder() if proxy else None,
         )  # fmt: skip
-        shell_args = ["-c", OPEN_FD3, str(_seccomp_file(homes_dir)), *argv]
+        program = str(_seccomp_file(homes_dir))
+        cgroup = _pids_cgroup(config.limits.processes) if as_root and config.limits.processes else None
+        if cgroup is None:
+            shell_args = ["-c", OPEN_FD3, program, *argv]
+        else:
+            shell_args = ["-c", JOIN_CGROUP_OPEN_FD3, program, str(cgroup / "cgroup.procs"), *argv]
         return Launch(
             SHELL, shell_args, env, str(cwd), backend=backend.name, policy=policy, proxy=proxy,
-            placeholders=held, limits=config.limits, started=started,
+            placeholders=held, limits=config.limits, started=started, cgroup=cgroup,
         )  # fmt: skip
 
     tmpdir = Path(os.path.realpath(tempfile.mkdtemp(prefix="mcp-child-", dir=CHILD_TMP_PARENT_DARWIN)))
@@ -253,6 +264,11 @@ def finish_launch(launch: Launch) -> None:
         _remove_if_empty(path)
     for path in launch.cleanup_paths:
         _remove_tree(path)
+    if launch.cgroup is not None:
+        try:
+            launch.cgroup.rmdir()
+        except OSError as exc:
+            log.warning("cgroup %s left in place: %s", launch.cgroup, exc.strerror)
 
 
 def new_repositories(launch: Launch) -> tuple[Path, ...]:
@@ -346,6 +362,25 @@ def _write_seccomp(homes_dir: Path, program: bytes) -> Path:
     return path
 
 
+def _pids_cgroup(processes: int) -> Path | None:
+    """A fresh pids cgroup capped at `processes`, or None (logged) where none can be made."""
+    for base in PIDS_CGROUP_ROOTS:
+        if not (base / "cgroup.procs").exists():
+            continue  # not a cgroup hierarchy (v1 without pids, or no cgroupfs)
+        path = base / f"mcp-bridge-{os.getpid()}-{next(_cgroup_ids)}"
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(f"{processes}\n")
+        except OSError as exc:
+            log.debug("no pids cgroup under %s: %s", base, exc.strerror)
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            continue
+        return path
+    log.warning("as root the process limit needs a pids cgroup and none could be made: not enforced")
+    return None
+
+
 def _proxy_dir_path(config: SandboxConfig) -> Path:
     return config.proxy_dir or Path(tempfile.gettempdir()) / f"mcp-bridge-{os.geteuid()}"
 
@@ -419,5 +454,6 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+_cgroup_ids = itertools.count()
 _held: dict[Path, int] = {}  # placeholder path -> running children whose mounts hold it
 _held_lock = threading.Lock()

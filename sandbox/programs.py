@@ -4,7 +4,7 @@ and whether it can start inside the sandbox at all.
 The chain of a command is its symlink hops and final target, the interpreter its shebang names
 (`/usr/bin/env node` looked up on the child's PATH), that interpreter's own chain, and a venv's
 base interpreter (`home =` in `pyvenv.cfg`). The chain is derived once per file version (cached
-on path, PATH, inode and mtime), since every spawn of a server asks again.
+on path, PATH, inode, mtime and mode), since every spawn of a server asks again.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ def program_chain(executable: str, path_env: str) -> Chain:
     """The chain of an absolute executable (cached while the file is unchanged)."""
     try:
         st = os.stat(executable)
-        stamp: tuple[int, int] | None = (st.st_ino, st.st_mtime_ns)
+        stamp: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_mode)
     except OSError:
         stamp = None
     return _chain(executable, path_env, stamp)
 
 
 @functools.lru_cache(maxsize=256)
-def _chain(executable: str, path_env: str, stamp: tuple[int, int] | None) -> Chain:
+def _chain(executable: str, path_env: str, stamp: tuple[int, int, int] | None) -> Chain:
     files: list[Path] = []
     current = executable
     for _ in range(MAX_INTERPRETERS + 1):
