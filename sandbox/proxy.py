@@ -73,25 +73,31 @@ def host_allowed(host: str, hosts: tuple[str, ...]) -> bool:
     return any(host == h or (h.startswith("*.") and host.endswith(h[1:])) for h in hosts)
 
 
-def refusal(host: str, port: int, hosts: tuple[str, ...]) -> str | None:
+def refusal(host: str, port: int, hosts: tuple[str, ...], ports: tuple[int, ...] = ALLOWED_PORTS) -> str | None:
     """Why a CONNECT to host:port is refused on name alone, or None if it may be resolved."""
-    if port not in ALLOWED_PORTS:
-        return f"port {port} is not proxied (only {', '.join(map(str, ALLOWED_PORTS))})"
-    try:
-        ipaddress.ip_address(host.strip("[]"))
+    if port not in ports:
+        return f"port {port} is not proxied (only {', '.join(map(str, ports))})"
+    if _is_ip_literal(host):
         return "IP addresses are not proxied; only host names on the server's list"
-    except ValueError:
-        pass  # a name: judged by the list below
-    if host.replace(".", "").isdigit() or not host_allowed(host, hosts):
+    if not host_allowed(host, hosts):
         return f"{host} is not on this server's network list ({', '.join(hosts) or 'empty'})"
     return None
 
 
-def _global(address: str) -> bool:
+def is_public(address: str) -> bool:
+    """A global unicast address; loopback, private, link-local, shared and multicast are not."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     mapped = getattr(ip, "ipv4_mapped", None)
     ip = mapped or ip
     return ip.is_global and not ip.is_multicast
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host.replace(".", "").isdigit()  # 127.1, 2130706433: still numbers to a resolver
+    return True
 
 
 async def system_resolve(host: str, port: int) -> list[str]:
@@ -102,8 +108,17 @@ async def system_resolve(host: str, port: int) -> list[str]:
 class FilteringProxy:
     """CONNECT-by-name proxy on Unix sockets; one instance serves every route."""
 
-    def __init__(self, *, resolve: Resolver = system_resolve) -> None:
+    def __init__(
+        self,
+        *,
+        resolve: Resolver = system_resolve,
+        public: Callable[[str], bool] = is_public,
+        ports: tuple[int, ...] = ALLOWED_PORTS,
+    ) -> None:
+        """`resolve`, `public` (may an address be dialled) and `ports` are replaceable for tests."""
         self._resolve = resolve
+        self._public = public
+        self._ports = ports
         self._tg: TaskGroup | None = None
         self._routes: dict[Path, ProxyRoute] = {}
         self._denials: dict[Path, deque[Denial]] = {}
@@ -167,7 +182,7 @@ class FilteringProxy:
                     tg.start_soon(_pipe, upstream, client, tg)
 
     async def _open(self, route: ProxyRoute, host: str, port: int, client: ByteStream) -> SocketStream | None:
-        reason = refusal(host, port, route.hosts)
+        reason = refusal(host, port, route.hosts, self._ports)
         addresses: list[str] = []
         if reason is None:
             try:
@@ -175,7 +190,7 @@ class FilteringProxy:
             except OSError as exc:
                 reason = f"{host} does not resolve ({exc})"
             else:
-                if not addresses or not all(_global(a) for a in addresses):
+                if not addresses or not all(self._public(a) for a in addresses):
                     reason = f"{host} resolves to a non-public address ({', '.join(addresses)})"
         if reason is not None:
             self._deny(route, host, port, reason)
