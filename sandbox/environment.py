@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 ALLOWED = frozenset({"PATH", "HOME", "LANG", "TZ", "TERM", "USER", "LOGNAME", "TMPDIR", "SHELL"})
+# Where this machine's trusted CAs are (behind a TLS-inspecting network a launcher needs them).
+TRUST = frozenset({"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "UV_NATIVE_TLS"})
 ALLOWED_PREFIXES = ("LC_",)
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -76,6 +78,7 @@ def child_environment(
             continue
         if (
             name in ALLOWED
+            or name in TRUST
             or name.startswith(ALLOWED_PREFIXES)
             or (name.startswith(prefixes) and not is_forbidden(name))
         ):

@@ -84,9 +84,10 @@ def _follow(path: Path, files: list[Path]) -> Path:
 
 
 def _venv_base(real: Path) -> list[Path]:
-    """A venv interpreter copied (not linked) from its base: the base's bin folder."""
+    """A venv's python copied (not linked) from its base: the base's bin folder. Other programs
+    in a venv's bin (uv, console scripts) do not need it; scripts reach it through their #!."""
     cfg = real.parent.parent / "pyvenv.cfg"
-    if real.parent.name != "bin" or not cfg.is_file():
+    if not real.name.startswith("python") or real.parent.name != "bin" or not cfg.is_file():
         return []
     for line in cfg.read_text(errors="replace").splitlines():
         key, _, value = line.partition("=")

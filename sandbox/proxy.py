@@ -6,7 +6,7 @@ judged by host NAME before anything is resolved or dialled:
 
 - the name must be on the route's list (exact, or `*.domain` for its subdomains), and the port
   443 or 80; IP literals are refused outright;
-- then it is resolved, and refused if any address is not global (loopback, private, link-local,
+- then it is resolved, and refused if any address is internal (loopback, private, link-local,
   shared, multicast, reserved): a listed name pointing inside the network reaches nothing;
 - the proxy dials the address it vetted, so a second lookup cannot swap it (DNS rebinding).
 
@@ -41,6 +41,12 @@ HEAD_TIMEOUT_S = 10
 CONNECT_TIMEOUT_S = 15
 DENIALS_KEPT = 64
 DENIED_HEADER = "X-MCP-Bridge-Denied"
+
+INTERNAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+    "::/128", "::1/128", "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "ff00::/8",
+))  # fmt: skip
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -85,11 +91,13 @@ def refusal(host: str, port: int, hosts: tuple[str, ...], ports: tuple[int, ...]
 
 
 def is_public(address: str) -> bool:
-    """A global unicast address; loopback, private, link-local, shared and multicast are not."""
+    """Not an address inside the host or its networks: loopback, private, shared (CGNAT),
+    link-local (cloud metadata), multicast, unspecified or reserved. Spelled out rather than
+    `ip.is_global`, which also refuses the documentation ranges some sandboxed CIs map names to."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     mapped = getattr(ip, "ipv4_mapped", None)
     ip = mapped or ip
-    return ip.is_global and not ip.is_multicast
+    return not any(ip in net for net in INTERNAL_NETWORKS if net.version == ip.version)
 
 
 def _is_ip_literal(host: str) -> bool:

@@ -19,6 +19,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "bwrap: needs a working bubblewrap (REQUIRE_SANDBOX=1: fail, not skip)"
     )
+    config.addinivalue_line("markers", "registry: downloads real packages from npm and PyPI")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

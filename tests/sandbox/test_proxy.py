@@ -151,7 +151,7 @@ def test_other_ports_and_methods_are_refused(short_dir: Path) -> None:
 
 @pytest.mark.parametrize(
     "address, public",
-    [("93.184.215.14", True), ("10.0.0.1", False), ("169.254.169.254", False), ("100.64.0.1", False),
+    [("93.184.215.14", True), ("203.0.113.80", True), ("10.0.0.1", False), ("192.168.1.1", False), ("169.254.169.254", False), ("100.64.0.1", False),
      ("::1", False), ("fe80::1", False), ("::ffff:127.0.0.1", False), ("224.0.0.1", False)],
 )  # fmt: skip
 def test_public_address_rule(address: str, public: bool) -> None:
