@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.limits import Limits
-from sandbox.policy import PRIVATE_MOUNTS, Policy
+from sandbox.policy import PRIVATE_MOUNTS, Policy, within
 
 BWRAP = "/usr/bin/bwrap"
 NOBODY = "65534"
@@ -93,10 +93,9 @@ def _mounts(policy: Policy, forwarder: Forwarder | None) -> list[tuple[Path, lis
     for path in policy.protected:
         ops.append((path, ["--ro-bind", str(path), str(path)]))  # run later by the host: read-only
     for holder in policy.placeholders:
-        if holder.kind == "dir":  # an empty dir, read-only once remounted
-            ops.append((holder.path, ["--tmpfs", str(holder.path)]))
-        elif policy.empty_file is not None:  # an empty file that reads as "" (a /dev/null bind gives EACCES)
-            ops.append((holder.path, ["--ro-bind", str(policy.empty_file), str(holder.path)]))
+        source = policy.empty_dir if holder.kind == "dir" else policy.empty_file
+        if source is not None:  # empty and read-only; a file reads as "" (a /dev/null bind gives EACCES)
+            ops.append((holder.path, ["--ro-bind", str(source), str(holder.path)]))
     shown = (*policy.writable, *policy.exposed)
     for mask in policy.masks:
         path = str(mask.path)
@@ -111,15 +110,15 @@ def _mounts(policy: Policy, forwarder: Forwarder | None) -> list[tuple[Path, lis
 
 
 def _privately_hidden(path: Path, hidden: tuple[Path, ...], shown: tuple[Path, ...]) -> bool:
-    in_private = any(path.is_relative_to(p) for p in (*PRIVATE_MOUNTS, *hidden))
-    return in_private and not any(path.is_relative_to(s) for s in shown)
+    in_private = any(within(path, p) for p in (*PRIVATE_MOUNTS, *hidden))
+    return in_private and not any(within(path, s) for s in shown)
 
 
 def mount_args(policy: Policy, forwarder: Forwarder | None = None) -> list[str]:
     """Every mount after the system ones, parents first, then the read-only remounts."""
     ops = sorted(_mounts(policy, forwarder), key=lambda op: len(op[0].parts))  # stable within a depth
     args = [flag for _, flags in ops for flag in flags]
-    remounts = [Path("/run"), *policy.hidden, *(h.path for h in policy.placeholders if h.kind == "dir")]
+    remounts = [Path("/run"), *policy.hidden]
     for path in remounts:
         args += ["--remount-ro", str(path)]
     return args

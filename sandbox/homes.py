@@ -15,7 +15,8 @@ import shutil
 from pathlib import Path
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-EMPTY_FILE = ".empty"  # in homes_dir: the read-only source of file placeholders
+EMPTY_FILE = ".empty"  # in homes_dir: the read-only sources of file and dir placeholders
+EMPTY_DIR = ".empty-dir"
 
 
 def default_homes_dir(environ: dict[str, str], real_home: Path) -> Path:
@@ -54,11 +55,12 @@ def home_environment(home: Path) -> dict[str, str]:
 
 
 def ensure_home(homes_dir: Path, server_name: str) -> Path:
-    """Create `homes_dir` (0700) with its empty placeholder source, and the server's home."""
+    """Create `homes_dir` (0700) with its empty placeholder sources, and the server's home."""
     homes_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     empty = homes_dir / EMPTY_FILE
     if not empty.exists():
         empty.touch(mode=0o444)
+    (homes_dir / EMPTY_DIR).mkdir(mode=0o555, exist_ok=True)
     home = home_path(homes_dir, server_name)
     home.mkdir(exist_ok=True, mode=0o700)
     return Path(os.path.realpath(home))

@@ -14,12 +14,14 @@ which the kernel exempts from RLIMIT_NPROC, so there the shell first joins a `pi
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import itertools
 import logging
 import os
 import pwd
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -32,7 +34,7 @@ from sandbox.bubblewrap import PROXY_PORT, Forwarder, bwrap_argv
 from sandbox.command import CommandNotFound, resolve_command
 from sandbox.environment import DEFAULT_PATH, child_environment
 from sandbox.errors import InvalidWorkspace, NotRunnable, SandboxUnavailable
-from sandbox.homes import EMPTY_FILE, default_homes_dir, ensure_home, home_environment, home_path
+from sandbox.homes import EMPTY_DIR, EMPTY_FILE, default_homes_dir, ensure_home, home_environment, home_path
 from sandbox.limits import Limits
 from sandbox.network import NetworkSetting, effective_network, is_package_launcher, normalize_hosts, registry_hosts
 from sandbox.policy import Policy, build_policy, hidden_by
@@ -55,7 +57,11 @@ CHILD_TMP_LINUX = "/tmp"  # bwrap mounts a private tmpfs there
 CHILD_TMP_PARENT_DARWIN = "/private/tmp"
 SHELL = "/bin/sh"
 OPEN_FD3 = 'exec "$@" 3<"$0"'
-JOIN_CGROUP_OPEN_FD3 = 'echo $$ > "$1" && shift && exec "$@" 3<"$0"'  # $1: the cgroup's procs file
+# $1: a new cgroup dir, $2: its pids.max; made at spawn so a launch never spawned leaves nothing
+JOIN_CGROUP_OPEN_FD3 = (
+    'mkdir "$1" && echo "$2" > "$1/pids.max" && echo $$ > "$1/cgroup.procs" && shift 2 && exec "$@" 3<"$0"'
+)
+CGROUP_REMOVE_TRIES, CGROUP_REMOVE_WAIT_S = 100, 0.01
 PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # v1, then v2
 SECCOMP_FD = 3
 FORWARDER = Path(__file__).with_name("forwarder.py")
@@ -71,6 +77,8 @@ class SandboxConfig:
     legacy registry inside the workspace, the bridge's config file). `homes_dir`: where private
     homes live (default `$XDG_DATA_HOME/mcp-bridge/homes`). `proxy_dir`: where the filtering
     proxy's sockets go (default `/tmp/mcp-bridge-<uid>`; keep it short, socket paths are capped).
+    `pids_cgroup`: a root bridge enforces `limits.processes` with a pids cgroup per child (the
+    kernel exempts host uid 0 from RLIMIT_NPROC); joining one costs ~10 ms on cgroup v1.
     """
 
     backend: Literal["auto", "bubblewrap", "seatbelt", "none"]
@@ -82,6 +90,7 @@ class SandboxConfig:
     homes_dir: Path | None = None
     proxy_dir: Path | None = None
     limits: Limits = field(default_factory=Limits)
+    pids_cgroup: bool = True
 
 
 @dataclass(frozen=True)
@@ -181,14 +190,17 @@ def prepare_launch(
             limits=config.limits, forwarder=_forwarder() if proxy else None,
         )  # fmt: skip
         program = str(_seccomp_file(homes_dir))
-        cgroup = _pids_cgroup(config.limits.processes) if as_root and config.limits.processes else None
+        wants_cgroup = as_root and config.pids_cgroup and config.limits.processes
+        base = _pids_cgroup_base() if wants_cgroup else None
+        cgroup = base / f"mcp-bridge-{os.getpid()}-{next(_cgroup_ids)}" if base else None
         if cgroup is None:
             shell_args = ["-c", OPEN_FD3, program, *argv]
         else:
-            shell_args = ["-c", JOIN_CGROUP_OPEN_FD3, program, str(cgroup / "cgroup.procs"), *argv]
+            shell_args = ["-c", JOIN_CGROUP_OPEN_FD3, program, str(cgroup), str(config.limits.processes), *argv]
         return Launch(
             SHELL, shell_args, env, str(cwd), backend=backend.name, policy=policy, proxy=proxy,
             placeholders=held, limits=config.limits, started=started, cgroup=cgroup,
+            cleanup_paths=(cgroup,) if cgroup else (),  # a bridge that only rmtree()s still frees it
         )  # fmt: skip
 
     tmpdir = Path(os.path.realpath(tempfile.mkdtemp(prefix="mcp-child-", dir=CHILD_TMP_PARENT_DARWIN)))
@@ -262,13 +274,11 @@ def finish_launch(launch: Launch) -> None:
                 free.append(path)
     for path in free:
         _remove_if_empty(path)
-    for path in launch.cleanup_paths:
-        _remove_tree(path)
     if launch.cgroup is not None:
-        try:
-            launch.cgroup.rmdir()
-        except OSError as exc:
-            log.warning("cgroup %s left in place: %s", launch.cgroup, exc.strerror)
+        _remove_cgroup(launch.cgroup)
+    for path in launch.cleanup_paths:
+        if path != launch.cgroup:
+            _remove_tree(path)
 
 
 def new_repositories(launch: Launch) -> tuple[Path, ...]:
@@ -316,7 +326,8 @@ def _plan(
         network=mode, as_root=as_root, platform=platform, secret_paths=config.secret_paths,
         private_home=private_home, homes_dir=homes_dir, read_paths=read_paths,
         git_write_paths=git_write_paths, program_files=program_files, allowed_hosts=hosts,
-        proxy_socket=proxy_socket, empty_file=homes_dir / EMPTY_FILE, held=held,
+        proxy_socket=proxy_socket, empty_file=homes_dir / EMPTY_FILE, empty_dir=homes_dir / EMPTY_DIR,
+        held=held,
     )  # fmt: skip
     problem = check_runnable(executable, policy, path_env=path_env)
     if problem is None and hidden_by(policy, cwd) is not None:
@@ -362,23 +373,46 @@ def _write_seccomp(homes_dir: Path, program: bytes) -> Path:
     return path
 
 
-def _pids_cgroup(processes: int) -> Path | None:
-    """A fresh pids cgroup capped at `processes`, or None (logged) where none can be made."""
+@functools.cache
+def _pids_cgroup_base() -> Path | None:
+    """Where this process may make pids cgroups (tried once), or None (logged)."""
     for base in PIDS_CGROUP_ROOTS:
         if not (base / "cgroup.procs").exists():
             continue  # not a cgroup hierarchy (v1 without pids, or no cgroupfs)
-        path = base / f"mcp-bridge-{os.getpid()}-{next(_cgroup_ids)}"
+        probe = base / f"mcp-bridge-{os.getpid()}-probe"
         try:
-            path.mkdir()
-            (path / "pids.max").write_text(f"{processes}\n")
+            probe.mkdir()
+            (probe / "pids.max").write_text("1\n")
         except OSError as exc:
             log.debug("no pids cgroup under %s: %s", base, exc.strerror)
-            with contextlib.suppress(OSError):
-                path.rmdir()
             continue
-        return path
+        finally:
+            with contextlib.suppress(OSError):
+                probe.rmdir()
+        return base
     log.warning("as root the process limit needs a pids cgroup and none could be made: not enforced")
     return None
+
+
+def _remove_cgroup(path: Path) -> None:
+    """Kill what is left in the child's cgroup (the pid namespace dies asynchronously after bwrap)
+    and remove it; the kernel refuses while exiting members are not yet reaped, so retry briefly."""
+    for _ in range(CGROUP_REMOVE_TRIES):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return  # never spawned, or the spawn failed before making it
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                log.warning("cgroup %s left in place: %s", path, exc.strerror)
+                return
+        with contextlib.suppress(OSError):
+            for pid in (path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+        time.sleep(CGROUP_REMOVE_WAIT_S)
+    log.warning("cgroup %s left in place: its processes did not exit", path)
 
 
 def _proxy_dir_path(config: SandboxConfig) -> Path:

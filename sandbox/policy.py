@@ -88,6 +88,13 @@ HOME_TOOL_DIRS = (
 )  # fmt: skip
 
 
+def within(path: Path, root: Path) -> bool:
+    """`path.is_relative_to(root)` for canonical absolute paths, without pathlib's parsing cost
+    (policy building compares every mask with every root on every spawn)."""
+    p, r = str(path), str(root)
+    return p == r or p.startswith(r if r.endswith("/") else r + "/")
+
+
 @dataclass(frozen=True)
 class Mask:
     """A path the child must neither read nor write; `kind` decides how Linux hides it."""
@@ -123,6 +130,7 @@ class Policy:
     allowed_hosts: tuple[str, ...] = ()
     proxy_socket: Path | None = None
     empty_file: Path | None = None  # the source of file placeholders: reads give "", not EACCES
+    empty_dir: Path | None = None  # the source of dir placeholders: one read-only bind, no remount
     git_dirs: frozenset[Path] = frozenset()  # every .git found at spawn (for `new_git_dirs`)
 
     @property
@@ -140,11 +148,11 @@ def hidden_by(policy: Policy, path: Path) -> Path | None:
     """The mask or hidden tree that keeps `path` out of the child's sight, or None if visible."""
     real = Path(os.path.realpath(path))
     for mask in policy.masks:
-        if mask.kind != "absent" and real.is_relative_to(mask.path):
+        if mask.kind != "absent" and within(real, mask.path):
             return mask.path
     shown = (*policy.writable, *policy.exposed)
     for tree in (*policy.hidden, *PRIVATE_MOUNTS):
-        if real.is_relative_to(tree) and not any(real.is_relative_to(s) for s in shown):
+        if within(real, tree) and not any(within(real, s) for s in shown):
             return tree
     return None
 
@@ -169,6 +177,7 @@ def build_policy(
     allowed_hosts: tuple[str, ...] = (),
     proxy_socket: Path | None = None,
     empty_file: Path | None = None,
+    empty_dir: Path | None = None,
     held: frozenset[Path] = frozenset(),
 ) -> Policy:
     """Derive the policy, refusing roots that would expose a secret (raises `InvalidWorkspace`).
@@ -218,6 +227,7 @@ def build_policy(
         allowed_hosts=allowed_hosts if network == "proxy" else (),
         proxy_socket=proxy_socket if network == "proxy" else None,
         empty_file=empty_file,
+        empty_dir=empty_dir,
         git_dirs=found,
     )
 
@@ -260,7 +270,7 @@ def _masks(candidates: list[Path], platform: Platform) -> tuple[Mask, ...]:
 
 def _under_dir_mask(path: Path, masks: tuple[Mask, ...], *, strictly: bool = False) -> bool:
     return any(
-        m.kind == "dir" and path.is_relative_to(m.path) and not (strictly and path == m.path) for m in masks
+        m.kind == "dir" and within(path, m.path) and not (strictly and path == m.path) for m in masks
     )
 
 
@@ -270,14 +280,14 @@ def _refuse_unsafe_root(
     """A writable root must not be `/`, home or above it, or inside/around a secret."""
     if root == Path("/"):
         raise InvalidWorkspace(f"{what} is the filesystem root /; use a project folder instead")
-    if home.is_relative_to(root):
+    if within(home, root):
         raise InvalidWorkspace(
             f"{what} {root} is the home folder or contains it; use a project folder instead"
         )
     for mask in masks:
-        if root.is_relative_to(mask.path):
+        if within(root, mask.path):
             raise InvalidWorkspace(f"{what} {root} lies inside {mask.path}, which children may not read")
-        if mask.path.is_relative_to(root) and mask.path not in exempt:
+        if within(mask.path, root) and mask.path not in exempt:
             raise InvalidWorkspace(f"{what} {root} contains {mask.path}, which children may not read")
 
 
@@ -318,12 +328,12 @@ def _read_paths(read_paths: tuple[str, ...], masks: tuple[Mask, ...], keep_out: 
 
 def _exposure_problem(tree: Path, masks: tuple[Mask, ...], keep_out: tuple[Path, ...]) -> str | None:
     for mask in masks:
-        if tree.is_relative_to(mask.path):
+        if within(tree, mask.path):
             return f"lies inside {mask.path}, which children may not read"
-        if mask.kind != "absent" and mask.path.is_relative_to(tree):
+        if mask.kind != "absent" and within(mask.path, tree):
             return f"contains {mask.path}, which children may not read"
     for secret in keep_out:
-        if secret.is_relative_to(tree):
+        if within(secret, tree):
             return f"contains {secret}, which children may not read"
     return None
 
@@ -341,10 +351,10 @@ def _exposures(
         if not os.path.lexists(candidate):
             continue
         tree = Path(os.path.realpath(candidate))
-        if not any(tree.is_relative_to(h) for h in hidden) or any(tree.is_relative_to(s) for s in shown):
+        if not any(within(tree, h) for h in hidden) or any(within(tree, s) for s in shown):
             continue  # visible anyway, or already shown
         if tree.exists() and _exposure_problem(tree, masks, keep_out) is None:
-            shown = [s for s in shown if not s.is_relative_to(tree)] + [tree]
+            shown = [s for s in shown if not within(s, tree)] + [tree]
     return tuple(sorted(shown))
 
 
@@ -371,10 +381,10 @@ def _guarded(
     for dot_git in sorted(found - {root / ".git" for root in roots}):
         if dot_git.parent in git_write or dot_git in held:
             continue
-        root = next(r for r in roots if dot_git.is_relative_to(r))
+        root = next(r for r in roots if within(dot_git, r))
         _refuse_symlinks(root, dot_git)
         protected += git_dirs(dot_git)
-    inside = [p for p in dict.fromkeys(protected) if any(p.is_relative_to(r) for r in roots)]
+    inside = [p for p in dict.fromkeys(protected) if any(within(p, r) for r in roots)]
     return tuple(inside), tuple(placeholders), found
 
 
@@ -394,12 +404,12 @@ def _pinned(targets: tuple[Path, ...], roots: tuple[Path, ...]) -> tuple[Path, .
     pins: set[Path] = set()
     for target in targets:
         for root in roots:
-            if target != root and target.is_relative_to(root):
-                pins.update(p for p in target.parents if p != root and p.is_relative_to(root))
+            if target != root and within(target, root):
+                pins.update(p for p in target.parents if p != root and within(p, root))
     return tuple(sorted(pins, key=lambda p: (len(p.parts), str(p))))
 
 
 def _dns_binds() -> tuple[Path, ...]:
     """`/run` is a private tmpfs; re-expose only the file resolv.conf points at, never its dir."""
     resolv = Path(os.path.realpath("/etc/resolv.conf"))
-    return (resolv,) if resolv.is_relative_to("/run") and resolv.is_file() else ()
+    return (resolv,) if within(resolv, "/run") and resolv.is_file() else ()

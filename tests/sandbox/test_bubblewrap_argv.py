@@ -106,6 +106,7 @@ def private_home_policy(**changes: object) -> Policy:
         protected=(ws / ".git",),
         placeholders=(Placeholder(ws / ".vscode", "dir"), Placeholder(ws / ".env", "file")),
         empty_file=Path("/var/lib/homes/.empty"),
+        empty_dir=Path("/var/lib/homes/.empty-dir"),
     )
     return Policy(**(values | changes))  # type: ignore[arg-type]
 
@@ -119,12 +120,11 @@ def test_private_home_hides_the_real_home_and_shows_the_workspace_and_programs_t
         "--bind", "/home/alice/code/ws", "/home/alice/code/ws",
         "--bind", "/var/lib/homes/srv", "/var/lib/homes/srv",
         "--ro-bind", "/home/alice/code/ws/.git", "/home/alice/code/ws/.git",
-        "--tmpfs", "/home/alice/code/ws/.vscode",
+        "--ro-bind", "/var/lib/homes/.empty-dir", "/home/alice/code/ws/.vscode",
         "--ro-bind", "/var/lib/homes/.empty", "/home/alice/code/ws/.env",
         "--remount-ro", "/run",
         "--remount-ro", "/home/alice",
         "--remount-ro", "/var/lib/homes",
-        "--remount-ro", "/home/alice/code/ws/.vscode",
         "--seccomp", "3",
     ]  # fmt: skip
 

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from sandbox_box import CHILD_PROBE, SECRET, Box
 
+from sandbox import finish_launch
+
 pytestmark = pytest.mark.bwrap
 
 # --- writes ---------------------------------------------------------------------------------------
@@ -325,6 +327,7 @@ def test_child_dies_when_parent_dies(box: Box) -> None:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        finish_launch(launch)
 
 
 def _gone(pid: int) -> bool:

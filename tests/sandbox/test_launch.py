@@ -37,7 +37,7 @@ def test_none_backend_runs_the_command_directly_with_a_scrubbed_env(
 def test_auto_picks_bubblewrap_on_linux(box: Box) -> None:
     launch = box.launch("/usr/bin/true", [], backend="auto")
     assert launch.backend == "bubblewrap" and launch.command == "/bin/sh" and "/usr/bin/bwrap" in launch.args
-    assert launch.args[-2:] == ["--", "/usr/bin/true"] and launch.cleanup_paths == ()
+    assert launch.args[-2:] == ["--", "/usr/bin/true"] and launch.placeholders
 
 
 @pytest.mark.bwrap
