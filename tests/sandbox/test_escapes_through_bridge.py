@@ -205,12 +205,15 @@ def test_write_outside_workspace_is_denied_without_host_side_effect(world: World
 
 
 @bwrap
-def test_home_secrets_are_unreadable_while_public_home_file_reads(world: World) -> None:
+def test_home_secrets_are_unreadable_while_a_workspace_file_reads(world: World) -> None:
+    (world.ws / "public.txt").write_text("public\n")
     with world.bridge() as bridge:
-        public = call(bridge, "read", path=str(world.home / "public.txt"))
+        public = call(bridge, "read", path=str(world.ws / "public.txt"))
+        home_public = call(bridge, "read", path=str(world.home / "public.txt"))
         key = call(bridge, "read", path=str(world.home / ".ssh" / "id_ed25519"))
         netrc = call(bridge, "read", path=str(world.home / ".netrc"))
-    assert public == "public\n"  # positive twin: HOME itself is visible at its host path
+    assert public == "public\n"  # positive twin: the same read works in the workspace
+    assert home_public.startswith("denied: ")  # the real home is not visible at all
     assert key.startswith("denied: ") and SECRET not in key, key
     assert netrc.startswith("denied: ") and "hunter2" not in netrc, netrc
 
@@ -299,10 +302,10 @@ def test_bridge_secrets_are_absent_from_env_and_every_visible_environ(
     with world.bridge() as bridge:
         env = json.loads(call(bridge, "env"))
         environ = call(bridge, "proc_environ")
-    assert env["HOME"] == str(world.home) and env["PATH"]  # positive: the allowlist passes
+    assert env["HOME"].startswith(str(world.home / ".local/share/mcp-bridge/homes/")) and env["PATH"]
     assert "BRIDGE_CANARY_TOKEN" not in env and "OPENAI_API_KEY" not in env
     assert token not in json.dumps(env) and api_key not in json.dumps(env)
-    assert f"HOME={world.home}" in environ  # positive: at least its own environ was read
+    assert f"HOME={env['HOME']}" in environ  # positive: at least its own environ was read
     assert token not in environ and api_key not in environ
 
 
