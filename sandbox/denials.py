@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sandbox.limits import Limits
@@ -37,14 +37,20 @@ SETTINGS = {
 }  # fmt: skip
 
 
-def explain_exit(returncode: int | None, stderr: str, limits: Limits) -> str | None:
-    """"limit hit: <which> (...)" when the exit status or the stderr tail shows a sandbox limit."""
+def explain_exit(
+    returncode: int | None, stderr: str, limits: Limits, knobs: Mapping[str, str] | None = None
+) -> str | None:
+    """"limit hit: <which> (...)" when the exit status or the stderr tail shows a sandbox limit.
+
+    `knobs` names the caller's setting for each limit (`{"memory": "MCP_CHILD_MEMORY_MB"}`).
+    """
     which = _limit_from_status(returncode) or _limit_from_stderr(stderr[-8192:], limits)
     if which is None:
         return None
     value = getattr(limits, SETTINGS.get(which, ""), None)
     bound = f" of {_size(value) if which in ('memory', 'file size') else value}" if value else ""
-    return f"limit hit: {which} (the sandbox's per-child limit{bound}); raise it in the sandbox limits"
+    knob = (knobs or {}).get(which, "it in the sandbox limits")
+    return f"limit hit: {which} (the sandbox's per-child limit{bound}); raise {knob}"
 
 
 def _limit_from_status(returncode: int | None) -> str | None:

@@ -289,7 +289,8 @@ def new_repositories(launch: Launch) -> tuple[Path, ...]:
     """
     if launch.policy is None:
         return ()
-    return new_git_dirs(launch.policy.guarded_roots, launch.policy.git_dirs)
+    held = frozenset(launch.placeholders)  # the launch's own empty `.git` mount points are no repository
+    return tuple(p for p in new_git_dirs(launch.policy.guarded_roots, launch.policy.git_dirs) if p not in held)
 
 
 def _plan(

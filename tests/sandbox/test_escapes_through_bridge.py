@@ -302,7 +302,7 @@ def test_bridge_secrets_are_absent_from_env_and_every_visible_environ(
     with world.bridge() as bridge:
         env = json.loads(call(bridge, "env"))
         environ = call(bridge, "proc_environ")
-    assert env["HOME"].startswith(str(world.home / ".local/share/mcp-bridge/homes/")) and env["PATH"]
+    assert env["HOME"] == str(world.home / ".local/share/mcp-bridge-homes/esc.dynamic") and env["PATH"]
     assert "BRIDGE_CANARY_TOKEN" not in env and "OPENAI_API_KEY" not in env
     assert token not in json.dumps(env) and api_key not in json.dumps(env)
     assert f"HOME={env['HOME']}" in environ  # positive: at least its own environ was read
@@ -317,7 +317,7 @@ def test_timeout_kills_child_and_sigterm_ignoring_grandchild(world: World) -> No
     marker = f"mcp-e2e-marker-{uuid.uuid4().hex}"
     seen: set[int] = set()
     replies: list[Reply] = []
-    with world.bridge(timeout=3) as bridge:
+    with world.bridge(timeout=3, start_timeout=3) as bridge:
         added = bridge.add_server("forking", command=world.python, args_json=json.dumps([FORKING, marker]))
         assert not added.is_error, added.text
         worker = threading.Thread(target=lambda: replies.append(bridge.call_tool("forking", "anything", "{}")))
