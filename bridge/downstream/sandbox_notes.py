@@ -20,11 +20,10 @@ LIMIT_SETTINGS = {
     "memory": "MCP_CHILD_MEMORY_MB", "processes": "MCP_CHILD_PROCESSES", "file size": "MCP_CHILD_FILE_MB",
     "open files": "MCP_CHILD_OPEN_FILES",
 }  # fmt: skip
-NETWORK_FAILED = re.compile(
-    r"Temporary failure in name resolution|Name or service not known|getaddrinfo|EAI_AGAIN|ENOTFOUND|"
-    r"Network is unreachable|ENETUNREACH|Could not resolve host|No address associated|fetch failed|"
-    r"ConnectError|ECONNREFUSED|Tunnel connection failed|403 Forbidden",
-    re.IGNORECASE,
+NETWORK_FAILED = re.compile(  # as clients print them; case matters ("FileNotFoundError" is no ENOTFOUND)
+    r"Temporary failure in name resolution|Name or service not known|No address associated|getaddrinfo|"
+    r"\b(EAI_AGAIN|ENOTFOUND|ENETUNREACH|ECONNREFUSED)\b|Network is unreachable|Could not resolve host|"
+    r"fetch failed|ConnectError|Tunnel connection failed"
 )
 WRITE_DENIED = re.compile(r"Read-only file system|EROFS|Permission denied|EACCES|Operation not permitted|EPERM")
 MISSING = re.compile(r"No such file or directory|ENOENT|not found", re.IGNORECASE)
@@ -41,9 +40,13 @@ def sandbox_note(
     if launch.limits is not None and (limit := explain_exit(returncode, tail, launch.limits, LIMIT_SETTINGS)):
         return limit
     denied = _denied_hosts(launch, proxy)
-    if denied or (launch.policy.network == "deny" and NETWORK_FAILED.search(tail)):
+    if denied:
         return explain_network(launch.policy, denied)
-    return _path_note(launch, stderr)
+    if (path := _path_note(launch, stderr)) is not None:
+        return path
+    if launch.policy.network == "deny" and NETWORK_FAILED.search(tail):
+        return explain_network(launch.policy)
+    return None
 
 
 def _denied_hosts(launch: Launch, proxy: FilteringProxy | None) -> list[str]:

@@ -43,7 +43,7 @@ def make_bridge(dirs: tuple[Path, Path]) -> Iterator[Any]:
 
     def make(**settings: Any) -> Bridge:
         workspace, state = dirs
-        bridge = Bridge(Settings(workspace=workspace, state_dir=state, **settings), {})
+        bridge = Bridge(Settings(workspace=workspace, state_dir=state, homes_dir=state.parent / "homes", **settings), {})
         made.append(bridge)
         return bridge
 
