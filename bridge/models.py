@@ -6,7 +6,9 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sandbox.network import NetworkSetting, normalize_hosts
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a server's name, in both layers
 
@@ -51,12 +53,17 @@ class HttpServerSpec(_Spec):
     headers: dict[str, str] = Field(default_factory=dict)
     oauth: OAuthClient | None = Field(None, description="Developer-only: static OAuth client info.")
 
+    def developer_only_fields(self) -> list[str]:
+        """The developer-only fields this entry sets."""
+        return ["oauth"] if self.oauth is not None else []
+
 
 class StdioServerSpec(_Spec):
     """A local program spoken to over stdio, always launched through the sandbox.
 
-    `env`, `network` and `write_paths` widen what the child gets; only the developer config may set
-    them, so validation of conversation input never produces them.
+    `env`, `network`, `read_paths`, `write_paths` and `git_write_paths` widen what the child gets
+    (`DEVELOPER_ONLY`); only the developer config may set them, so validation of conversation input
+    never produces them and a registry file carrying one is refused.
     """
 
     transport: Literal["stdio"] = "stdio"
@@ -64,8 +71,37 @@ class StdioServerSpec(_Spec):
     args: tuple[str, ...] = ()
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    network: Literal["deny", "allow"] | None = None
-    write_paths: tuple[str, ...] = ()
+    network: NetworkSetting | None = Field(
+        None, description="deny, allow, registry, or a list of host names; None: MCP_SANDBOX_NETWORK (launchers: registry)."
+    )
+    read_paths: tuple[str, ...] = Field((), description="Absolute paths hidden by default that the child may read.")
+    write_paths: tuple[str, ...] = Field((), description="Absolute paths the child may write besides the workspace.")
+    git_write_paths: tuple[str, ...] = Field(
+        (), description="Writable roots (or nested repositories) whose .git the child may write: commits, hooks, config."
+    )
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _hosts(cls, value: object) -> object:
+        """A list names hosts: normalised, IP literals refused."""
+        if isinstance(value, list | tuple):
+            return normalize_hosts([str(host) for host in value])
+        return value
+
+    @field_validator("read_paths", "write_paths", "git_write_paths")
+    @classmethod
+    def _absolute(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for path in value:
+            if not path.startswith(("/", "~")):
+                raise ValueError(f"{path!r} must be an absolute path")
+        return value
+
+    def developer_only_fields(self) -> list[str]:
+        """The developer-only fields this entry sets."""
+        return [name for name in DEVELOPER_ONLY if getattr(self, name)]
+
+
+DEVELOPER_ONLY = ("env", "network", "read_paths", "write_paths", "git_write_paths")
 
 
 ServerSpec = Annotated[HttpServerSpec | StdioServerSpec, Field(discriminator="transport")]

@@ -18,15 +18,20 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bridge.errors import describe_validation
+from sandbox.limits import Limits
+from sandbox.network import NetworkSetting, normalize_hosts
 
 Transport = Literal["http", "stdio"]
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 HOST_PATTERN = re.compile(r"[A-Za-z0-9.*?:\[\]-]+")
+NETWORK_WORDS = ("deny", "allow", "registry")
+MIB = 1 << 20
+LIMIT_MINIMUMS = {"child_memory_mb": 64, "child_open_files": 64}
 
 
 @cache
@@ -47,6 +52,25 @@ def checkout_root() -> Path | None:
 def default_state_dir() -> Path:
     root = checkout_root()
     return root / "work" if root is not None else platformdirs.user_data_path("mcp-bridge")
+
+
+def default_homes_dir() -> Path:
+    """Beside the per-user state folder, never inside it: the state dir is masked from children."""
+    return platformdirs.user_data_path("mcp-bridge-homes")
+
+
+def parse_network(value: object) -> object:
+    """`deny`, `allow`, `registry`, or a comma-separated list of host names (`*.example.com` allowed)."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in NETWORK_WORDS:
+            return word
+        value = [part for part in word.split(",") if part.strip()]
+    if isinstance(value, list | tuple):
+        if not value:
+            raise ValueError("must be deny, allow, registry or a comma-separated list of host names")
+        return normalize_hosts([str(part) for part in value])
+    return value
 
 
 def parse_allow(entry: str) -> tuple[str, str | None]:
@@ -85,7 +109,25 @@ class Settings(BaseSettings):
         frozenset({"http", "stdio"}), description="Kinds of downstream server that may be used."
     )
     sandbox: Literal["auto", "bubblewrap", "seatbelt", "none"] = Field("auto", description="Sandbox backend.")
-    sandbox_network: Literal["deny", "allow"] = Field("deny", description="Network for stdio children.")
+    sandbox_network: Annotated[NetworkSetting, NoDecode] = Field(
+        "deny",
+        description="Network for stdio children: deny, allow, registry (npm and PyPI through the bridge's proxy) or "
+        "a comma-separated host list; package launchers (npx, uvx, ...) get registry when it is deny.",
+    )
+    homes_dir: Path = Field(default_factory=default_homes_dir, description="Where each stdio server's private home lives.")
+    proxy_dir: Path | None = Field(None, description="Folder of the filtering proxy's Unix sockets (default /tmp/mcp-bridge-<uid>).")
+    child_memory_mb: int = Field(2048, ge=0, le=1_048_576, description="Address-space limit of one child, MiB; 0: none.")
+    child_processes: int = Field(512, ge=0, le=1_000_000, description="Processes one child may run; 0: no limit.")
+    child_file_mb: int = Field(1024, ge=0, le=1_048_576, description="Largest file one child may write, MiB; 0: none.")
+    child_open_files: int = Field(4096, ge=0, le=1_048_576, description="Open files of one child; 0: inherited.")
+    sandbox_pids_cgroup: bool = Field(
+        True, description="As root, enforce MCP_CHILD_PROCESSES with a pids cgroup (the kernel exempts uid 0 from RLIMIT_NPROC)."
+    )
+    start_timeout: float = Field(
+        180.0, gt=0, le=3600, description="Seconds a start (spawn or connect, then initialize) may take: a first npx download."
+    )
+    max_list_pages: int = Field(100, ge=1, le=100_000, description="Most pages of one downstream tools/list.")
+    max_tools: int = Field(5000, ge=1, le=1_000_000, description="Most tools one downstream listing may hold.")
     child_env_prefixes: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="Bridge env vars with these name prefixes are passed to stdio children."
     )
@@ -116,6 +158,20 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("sandbox_network", mode="before")
+    @classmethod
+    def _network(cls, value: object) -> object:
+        return parse_network(value)
+
+    @field_validator("child_memory_mb", "child_open_files")
+    @classmethod
+    def _off_or_enough(cls, value: int, info: ValidationInfo) -> int:
+        """Below these neither python nor node starts: say so at start, not at every spawn."""
+        least = LIMIT_MINIMUMS[info.field_name or ""]
+        if 0 < value < least:
+            raise ValueError(f"must be 0 (no limit) or at least {least}")
+        return value
+
     @field_validator("allowed_transports")
     @classmethod
     def _not_empty(cls, value: frozenset[str]) -> frozenset[str]:
@@ -138,10 +194,29 @@ class Settings(BaseSettings):
             raise ValueError("must be at least 16 characters (e.g. `openssl rand -hex 32`)")
         return value
 
-    @field_validator("state_dir", "workspace")
+    @field_validator("state_dir", "workspace", "homes_dir", "proxy_dir")
     @classmethod
-    def _absolute(cls, value: Path) -> Path:
-        return value.expanduser().resolve()
+    def _absolute(cls, value: Path | None) -> Path | None:
+        return value.expanduser().resolve() if value is not None else None
+
+    @field_validator("homes_dir")
+    @classmethod
+    def _homes_apart(cls, value: Path, info: ValidationInfo) -> Path:
+        """Homes inside the state dir would be masked with it; the state dir inside a home, writable."""
+        state = info.data.get("state_dir")
+        if state is not None and (value.is_relative_to(state) or state.is_relative_to(value)):
+            raise ValueError(f"must lie outside MCP_STATE_DIR ({state}) and not contain it")
+        return value
+
+    @property
+    def limits(self) -> Limits:
+        """The per-child limits; a 0 setting leaves that one unlimited."""
+        return Limits(
+            memory_bytes=self.child_memory_mb * MIB or None,
+            processes=self.child_processes or None,
+            file_bytes=self.child_file_mb * MIB or None,
+            open_files=self.child_open_files or None,
+        )
 
     @property
     def registry_path(self) -> Path:

@@ -2,12 +2,34 @@
 
 Layout: `policy` (data: what a child may do), `bubblewrap` and `seatbelt` (pure renderers of a
 policy into argv), `environment` (the scrubbed child environment), `probe` (which backend works
-here), `command` (how a command becomes the absolute program to run), `launch` (the only impure
-part). The bridge spawns the returned `Launch` itself.
+here), `command` (how a command becomes the absolute program to run), `launch` (the only
+impure part; the bridge spawns the returned `Launch` itself). Around them: `programs` (a command's interpreter chain and
+`check_runnable`), `repos` (git dirs in writable roots), `homes` (private homes), `network` and
+`proxy` (registry-only or listed hosts through a filtering proxy; `forwarder` relays inside the
+sandbox), `seccomp`, `limits`, and `denials` (what a failure caused by the sandbox was).
 """
 
 from sandbox.command import CommandNotFound, resolve_command
-from sandbox.errors import InvalidWorkspace, SandboxUnavailable
-from sandbox.launch import Launch, SandboxConfig, prepare_launch, probe
+from sandbox.denials import explain_exit, explain_network, explain_path
+from sandbox.errors import InvalidWorkspace, NotRunnable, SandboxUnavailable
+from sandbox.homes import home_path, remove_home
+from sandbox.launch import (
+    Launch,
+    Plan,
+    SandboxConfig,
+    check_runnable,
+    finish_launch,
+    new_repositories,
+    plan_launch,
+    prepare_launch,
+    probe,
+)
+from sandbox.limits import Limits
+from sandbox.proxy import FilteringProxy, ProxyRoute
 
-__all__ = ["CommandNotFound", "InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch", "probe", "resolve_command"]
+__all__ = [
+    "CommandNotFound", "FilteringProxy", "InvalidWorkspace", "Launch", "Limits", "NotRunnable",
+    "Plan", "ProxyRoute", "SandboxConfig", "SandboxUnavailable", "check_runnable", "explain_exit",
+    "explain_network", "explain_path", "finish_launch", "home_path", "new_repositories",
+    "plan_launch", "prepare_launch", "probe", "remove_home", "resolve_command",
+]  # fmt: skip

@@ -6,27 +6,46 @@ What the child gets:
   dies with the bridge;
 - the host filesystem read-only, a fresh /dev and /proc (the bridge's /proc/<pid>/environ is out of
   reach), and private tmpfs on /tmp and /run (host sockets: ssh-agent, docker, D-Bus);
-- write access only to the workspace and the capability write roots;
-- protected paths in the workspace read-only, secrets masked (dirs: empty, mode 0000, read-only
-  tmpfs; files: /dev/null).
+- the real home and the other servers' homes replaced by an empty tmpfs, with the command's
+  install trees, tool folders and read paths bound back read-only;
+- write access only to the workspace, the private home and the capability write roots;
+- git dirs and config paths in writable roots read-only (absent ones held by an empty read-only
+  mount point), secrets masked (dirs: empty, mode 0000, read-only tmpfs; files: /dev/null);
+- a seccomp filter refusing AF_UNIX sockets and io_uring, and per-child resource limits;
+- with a `proxy` network: no network but loopback, where `forwarder.py` listens and relays to the
+  bridge's filtering proxy through one Unix socket bound in at `/run/mcp-bridge/proxy.sock`.
 
-Mount order matters because a later mount covers an earlier one at the same or a parent path:
-`/` first, then the private /tmp and /run (so write roots under /tmp still show through), then the
-writable binds, then the pins and read-only protected paths, and the secret masks last, so that a
-secret inside a write root (the bridge's state dir inside the workspace) stays hidden.
+Mount order: a later mount covers an earlier one at the same or a parent path, so after the fixed
+system mounts every mount is emitted parents first (by depth). A deeper rule therefore always wins:
+the workspace shows through the hidden home, a git dir stays read-only inside the workspace, a
+secret inside a write root stays masked. Read-only remounts of tmpfs mounts come last, once every
+mount point inside them exists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.policy import Policy
+from sandbox.limits import Limits
+from sandbox.policy import PRIVATE_MOUNTS, Policy, within
 
 BWRAP = "/usr/bin/bwrap"
 NOBODY = "65534"
 TMP_BYTES = 1 << 30
-PRIVATE_MOUNTS = (Path("/tmp"), Path("/run"))
+PROXY_PORT = 3128  # inside the sandbox's own network namespace, where nothing else listens
+SANDBOX_RUN = Path("/run/mcp-bridge")
+SANDBOX_SOCKET = SANDBOX_RUN / "proxy.sock"
+SANDBOX_FORWARDER = SANDBOX_RUN / "forwarder.py"
+
+
+@dataclass(frozen=True)
+class Forwarder:
+    """How to start `forwarder.py` in the sandbox: a visible python and the script's host path."""
+
+    python: str
+    script: Path
 
 
 def namespace_args(*, as_root: bool, allow_network: bool) -> list[str]:
@@ -54,49 +73,88 @@ def system_mount_args(run_binds: tuple[Path, ...] = ()) -> list[str]:
     args += ["--tmpfs", "/run"]  # hides docker.sock, the user bus, nscd
     for path in run_binds:
         args += ["--ro-bind", str(path), str(path)]  # the file resolv.conf points at
-    args += ["--remount-ro", "/run"]
     return args
 
 
-def write_mount_args(policy: Policy) -> list[str]:
-    args: list[str] = []
-    for root in (policy.workspace, *policy.write_roots):
-        args += ["--bind", str(root), str(root)]  # writable roots
+def _mounts(policy: Policy, forwarder: Forwarder | None) -> list[tuple[Path, list[str]]]:
+    """(path, flags) for every mount after the system ones, in policy order (sorted later)."""
+    ops: list[tuple[Path, list[str]]] = []
+    if policy.proxy_socket is not None and forwarder is not None:
+        ops.append((SANDBOX_SOCKET, ["--bind", str(policy.proxy_socket), str(SANDBOX_SOCKET)]))
+        ops.append((SANDBOX_FORWARDER, ["--ro-bind", str(forwarder.script), str(SANDBOX_FORWARDER)]))
+    for tree in policy.hidden:
+        ops.append((tree, ["--tmpfs", str(tree)]))  # the real home and other servers' homes: empty
+    for tree in policy.exposed:
+        ops.append((tree, ["--ro-bind", str(tree), str(tree)]))  # programs, tool folders, read paths
+    for root in policy.writable:
+        ops.append((root, ["--bind", str(root), str(root)]))  # writable roots
     for pin in policy.pinned:
-        args += ["--bind", str(pin), str(pin)]  # a mount point cannot be renamed (EBUSY)
+        ops.append((pin, ["--bind", str(pin), str(pin)]))  # a mount point cannot be renamed (EBUSY)
     for path in policy.protected:
-        args += ["--ro-bind", str(path), str(path)]  # run later by the host: read-only
-    return args
-
-
-def mask_args(policy: Policy) -> list[str]:
-    args: list[str] = []
-    roots = (policy.workspace, *policy.write_roots)
+        ops.append((path, ["--ro-bind", str(path), str(path)]))  # run later by the host: read-only
+    for holder in policy.placeholders:
+        source = policy.empty_dir if holder.kind == "dir" else policy.empty_file
+        if source is not None:  # empty and read-only; a file reads as "" (a /dev/null bind gives EACCES)
+            ops.append((holder.path, ["--ro-bind", str(source), str(holder.path)]))
+    shown = (*policy.writable, *policy.exposed)
     for mask in policy.masks:
         path = str(mask.path)
-        if _privately_hidden(mask.path, roots):
-            continue  # the host path is not visible (and /run is read-only for the mount point)
+        if _privately_hidden(mask.path, policy.hidden, shown):
+            continue  # the host path is not visible (and a read-only tmpfs cannot take a mount point)
         if mask.kind == "dir":  # a bare --tmpfs would be writable
-            args += ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]
+            ops.append((mask.path, ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]))
         elif mask.kind == "file":  # nodev bind: reads fail with EACCES
-            args += ["--ro-bind", "/dev/null", path]
+            ops.append((mask.path, ["--ro-bind", "/dev/null", path]))
         # absent: nothing to hide, and a mount would create the path on the host
+    return ops
+
+
+def _privately_hidden(path: Path, hidden: tuple[Path, ...], shown: tuple[Path, ...]) -> bool:
+    in_private = any(within(path, p) for p in (*PRIVATE_MOUNTS, *hidden))
+    return in_private and not any(within(path, s) for s in shown)
+
+
+def mount_args(policy: Policy, forwarder: Forwarder | None = None) -> list[str]:
+    """Every mount after the system ones, parents first, then the read-only remounts."""
+    ops = sorted(_mounts(policy, forwarder), key=lambda op: len(op[0].parts))  # stable within a depth
+    args = [flag for _, flags in ops for flag in flags]
+    remounts = [Path("/run"), *policy.hidden]
+    for path in remounts:
+        args += ["--remount-ro", str(path)]
     return args
 
 
-def _privately_hidden(path: Path, roots: tuple[Path, ...]) -> bool:
-    in_private = any(path.is_relative_to(p) for p in PRIVATE_MOUNTS)
-    return in_private and not any(path.is_relative_to(root) for root in roots)
+def inner_argv(
+    policy: Policy, argv: Sequence[str], *, seccomp_fd: int | None, limits: Limits | None, forwarder: Forwarder | None
+) -> list[str]:
+    """What bwrap runs: the command under `prlimit`, behind the forwarder when proxied."""
+    command = [*(limits.prlimit_args() if limits else []), *argv]
+    if policy.network != "proxy" or forwarder is None:
+        return command
+    fd = str(seccomp_fd) if seccomp_fd is not None else "-"
+    # the forwarder needs AF_UNIX to reach the proxy, so it applies the filter to the command only
+    return [forwarder.python, "-I", "-S", str(SANDBOX_FORWARDER), str(SANDBOX_SOCKET), str(PROXY_PORT), fd, "--", *command]
 
 
-def bwrap_argv(policy: Policy, argv: Sequence[str], *, cwd: Path, bwrap: str = BWRAP) -> list[str]:
+def bwrap_argv(
+    policy: Policy,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    bwrap: str = BWRAP,
+    seccomp_fd: int | None = None,
+    limits: Limits | None = None,
+    forwarder: Forwarder | None = None,
+) -> list[str]:
     """The full argv: `bwrap`, its flags in mount order, `--`, then the child's absolute argv."""
+    proxied = policy.network == "proxy" and forwarder is not None
+    seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None and not proxied else []
     return [
         bwrap,
         *namespace_args(as_root=policy.as_root, allow_network=policy.network == "allow"),
         *system_mount_args(policy.run_binds),
-        *write_mount_args(policy),
-        *mask_args(policy),
+        *mount_args(policy, forwarder),
+        *seccomp,
         "--chdir", str(cwd),
-        "--", *argv,
+        "--", *inner_argv(policy, argv, seccomp_fd=seccomp_fd, limits=limits, forwarder=forwarder),
     ]  # fmt: skip

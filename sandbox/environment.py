@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 ALLOWED = frozenset({"PATH", "HOME", "LANG", "TZ", "TERM", "USER", "LOGNAME", "TMPDIR", "SHELL"})
+# Where this machine's trusted CAs are (behind a TLS-inspecting network a launcher needs them).
+TRUST = frozenset({"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "UV_NATIVE_TLS"})
 ALLOWED_PREFIXES = ("LC_",)
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -65,8 +67,10 @@ def child_environment(
     write_roots: tuple[Path, ...],
     prefixes: tuple[str, ...],
     server_env: Mapping[str, str],
+    fixed: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Allowlist + configured prefixes (minus forbidden names), then HOME/TMPDIR, then server_env."""
+    """Allowlist + configured prefixes (minus forbidden names), then HOME/TMPDIR and the sandbox's
+    `fixed` values (private home folders, proxy), then server_env."""
     prefixes = tuple(p for p in prefixes if p)  # an empty prefix would pass the whole environment
     env: dict[str, str] = {}
     for name, value in parent.items():
@@ -74,6 +78,7 @@ def child_environment(
             continue
         if (
             name in ALLOWED
+            or name in TRUST
             or name.startswith(ALLOWED_PREFIXES)
             or (name.startswith(prefixes) and not is_forbidden(name))
         ):
@@ -81,5 +86,6 @@ def child_environment(
     env["PATH"] = sanitize_path(env.get("PATH", DEFAULT_PATH), write_roots) or DEFAULT_PATH
     env["HOME"] = str(home)
     env["TMPDIR"] = env["TMP"] = env["TEMP"] = tmpdir
+    env.update(fixed or {})
     env.update(server_env)
     return env

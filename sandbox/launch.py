@@ -1,36 +1,72 @@
 """Launch a stdio child: `prepare_launch` wraps its argv in the sandbox backend that works here.
 
 The one impure module of the package: it reads the bridge's environment, probes the backend,
-makes sure the state dir exists (a mask can only hide what exists), and on macOS creates the
-child's private temp dir. The bridge spawns the returned `Launch` itself (`bridge.downstream.stdio`).
+creates the state dir (a mask can only hide what exists), the server's private home and the
+seccomp program file, counts the placeholder mount points children hold, and on macOS creates the
+child's private temp dir. `finish_launch` undoes what a launch left on disk once the child ended.
+
+On Linux the spawn is `/bin/sh -c 'exec "$@" 3<"$0"' PROGRAM bwrap ...`: the shell only opens the
+seccomp program as fd 3 for `bwrap --seccomp 3` (the script is constant; every path is a
+positional parameter), so the bridge needs no `pass_fds`. A root bridge's children are host uid 0,
+which the kernel exempts from RLIMIT_NPROC, so there the shell first joins a `pids` cgroup.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
+import itertools
 import logging
 import os
 import pwd
+import shutil
+import signal
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from sandbox.bubblewrap import bwrap_argv
+from sandbox.bubblewrap import PROXY_PORT, Forwarder, bwrap_argv
 from sandbox.command import CommandNotFound, resolve_command
 from sandbox.environment import DEFAULT_PATH, child_environment
-from sandbox.errors import InvalidWorkspace, SandboxUnavailable
-from sandbox.policy import build_policy
-from sandbox.probe import select_backend
+from sandbox.errors import InvalidWorkspace, NotRunnable, SandboxUnavailable
+from sandbox.homes import EMPTY_DIR, EMPTY_FILE, default_homes_dir, ensure_home, home_environment, home_path
+from sandbox.limits import Limits
+from sandbox.network import NetworkSetting, effective_network, is_package_launcher, normalize_hosts, registry_hosts
+from sandbox.policy import Policy, build_policy, hidden_by
+from sandbox.probe import Backend, select_backend
+from sandbox.programs import program_chain
+from sandbox.proxy import ProxyRoute, route_for
+from sandbox.repos import new_git_dirs
 from sandbox.seatbelt import sandbox_exec_argv
+from sandbox.seccomp import filter_program
 
-__all__ = ["CommandNotFound", "InvalidWorkspace", "Launch", "SandboxConfig", "SandboxUnavailable", "prepare_launch", "probe"]
+__all__ = [
+    "CommandNotFound", "InvalidWorkspace", "Launch", "NotRunnable", "Plan", "SandboxConfig",
+    "SandboxUnavailable", "check_runnable", "finish_launch", "new_repositories", "plan_launch",
+    "prepare_launch", "probe",
+]  # fmt: skip
 
 log = logging.getLogger("mcp_bridge.sandbox")
 
 CHILD_TMP_LINUX = "/tmp"  # bwrap mounts a private tmpfs there
 CHILD_TMP_PARENT_DARWIN = "/private/tmp"
+SHELL = "/bin/sh"
+OPEN_FD3 = 'exec "$@" 3<"$0"'
+# $1: a new cgroup dir, $2: its pids.max; made at spawn so a launch never spawned leaves nothing
+JOIN_CGROUP_OPEN_FD3 = (
+    'mkdir "$1" && echo "$2" > "$1/pids.max" && echo $$ > "$1/cgroup.procs" && shift 2 && exec "$@" 3<"$0"'
+)
+CGROUP_REMOVE_TRIES, CGROUP_REMOVE_WAIT_S = 100, 0.01
+PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # v1, then v2
+SECCOMP_FD = 3
+FORWARDER = Path(__file__).with_name("forwarder.py")
+PROXY_ENV_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
+                   "npm_config_https_proxy", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -38,20 +74,47 @@ class SandboxConfig:
     """Plain values the sandbox needs, taken from `config.Settings` by the caller.
 
     `secret_paths`: more files or dirs children must not read, beside the state dir (e.g. the
-    legacy registry inside the workspace).
+    legacy registry inside the workspace, the bridge's config file). `homes_dir`: where private
+    homes live (default `$XDG_DATA_HOME/mcp-bridge/homes`). `proxy_dir`: where the filtering
+    proxy's sockets go (default `/tmp/mcp-bridge-<uid>`; keep it short, socket paths are capped).
+    `pids_cgroup`: a root bridge enforces `limits.processes` with a pids cgroup per child (the
+    kernel exempts host uid 0 from RLIMIT_NPROC); joining one costs ~10 ms on cgroup v1.
     """
 
     backend: Literal["auto", "bubblewrap", "seatbelt", "none"]
     workspace: Path
     state_dir: Path
-    network: Literal["deny", "allow"]
+    network: NetworkSetting
     child_env_prefixes: tuple[str, ...] = ()
     secret_paths: tuple[Path, ...] = ()
+    homes_dir: Path | None = None
+    proxy_dir: Path | None = None
+    limits: Limits = field(default_factory=Limits)
+    pids_cgroup: bool = True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a launch would be, derived without touching the disk: for `servers show` and add time.
+
+    `problem` says why the command cannot start in the sandbox (the bridge's `spawn_failed`).
+    """
+
+    executable: str
+    policy: Policy
+    backend: str
+    network: NetworkSetting
+    home: Path
+    problem: str | None
 
 
 @dataclass(frozen=True)
 class Launch:
-    """What to spawn: an absolute command, its args, the full child environment and cwd."""
+    """What to spawn: an absolute command, its args, the full child environment and cwd.
+
+    `proxy`: the route the bridge's `FilteringProxy.listen` must serve before the spawn.
+    `placeholders`, `cleanup_paths`: what `finish_launch` removes when the child has ended.
+    """
 
     command: str
     args: list[str]
@@ -59,6 +122,12 @@ class Launch:
     cwd: str
     backend: str = "none"
     cleanup_paths: tuple[Path, ...] = field(default=())
+    policy: Policy | None = None
+    proxy: ProxyRoute | None = None
+    placeholders: tuple[Path, ...] = ()
+    limits: Limits | None = None
+    started: float = 0.0  # monotonic; proxy denials since then are this child's
+    cgroup: Path | None = None  # a root bridge's pids cgroup for this child
 
 
 def prepare_launch(
@@ -67,24 +136,22 @@ def prepare_launch(
     *,
     cwd: Path,
     server_env: dict[str, str],
-    network: Literal["deny", "allow"] | None,
+    network: NetworkSetting | None,
     write_paths: tuple[str, ...],
     config: SandboxConfig,
+    server_name: str | None = None,
+    read_paths: tuple[str, ...] = (),
+    git_write_paths: tuple[str, ...] = (),
 ) -> Launch:
     """Wrap `command args` for the configured backend.
 
     Raises `SandboxUnavailable` (no backend works; says how to install one), `InvalidWorkspace`
-    (a subclass: the workspace or a write path would expose a secret) and `CommandNotFound`
-    (a bare command name not found on the child's PATH).
+    (a subclass: the workspace or a write path would expose a secret), `CommandNotFound`
+    (a bare command name not found on the child's PATH) and `NotRunnable` (a subclass: the
+    command cannot start inside the sandbox, e.g. its interpreter lies in the hidden home).
     """
     as_root = os.geteuid() == 0
-    backend = select_backend(
-        config.backend,
-        platform=sys.platform,
-        path_env=os.environ.get("PATH", DEFAULT_PATH),
-        workspace=config.workspace,
-        as_root=as_root,
-    )
+    backend = _backend(config, as_root)
     home = _home()
     if backend.name == "none":
         log.warning(
@@ -93,32 +160,289 @@ def prepare_launch(
             command,
         )
         roots = (config.workspace, *(Path(p).expanduser() for p in write_paths))
-        env = _environment(config, home, roots, server_env)(tmpdir=tempfile.gettempdir())
+        env = _environment(config, home, roots, server_env, {})(tmpdir=tempfile.gettempdir())
         return Launch(_absolute(command, env["PATH"]), list(args), env, str(cwd), backend="none")
 
     # A mask hides only what exists: a state dir created after the spawn would be readable.
     config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    policy = build_policy(
-        workspace=config.workspace,
-        home=home,
-        state_dir=config.state_dir,
-        write_paths=write_paths,
-        network=network or config.network,
-        as_root=as_root,
-        platform="darwin" if backend.name == "seatbelt" else "linux",
-        secret_paths=config.secret_paths,
-    )
-    make_env = _environment(config, home, (policy.workspace, *policy.write_roots), server_env)
+    homes_dir = config.homes_dir or default_homes_dir(dict(os.environ), home)
+    private_home = ensure_home(homes_dir, _server_key(server_name, command, args))
+    proxy_dir = _proxy_dir(config) if backend.name == "bubblewrap" else None
+    with _held_lock:
+        plan = plan_launch(
+            command, args, cwd=cwd, server_env=server_env, network=network, write_paths=write_paths,
+            config=config, server_name=server_name, read_paths=read_paths, git_write_paths=git_write_paths,
+        )  # fmt: skip
+        if plan.problem is not None:
+            raise NotRunnable(plan.problem)
+        policy = plan.policy
+        for holder in policy.placeholders:
+            _held[holder.path] = _held.get(holder.path, 0) + 1
+    held = tuple(h.path for h in policy.placeholders)
+    proxy = route_for(proxy_dir, policy.allowed_hosts) if policy.proxy_socket and proxy_dir else None
+    fixed = home_environment(private_home) | _proxy_environment(policy)
+    make_env = _environment(config, private_home, policy.writable, server_env, fixed)
+    started = time.monotonic()
     if backend.name == "bubblewrap":
         env = make_env(tmpdir=CHILD_TMP_LINUX)
-        argv = bwrap_argv(policy, [_absolute(command, env["PATH"]), *args], cwd=cwd, bwrap=backend.tool)
-        return Launch(argv[0], argv[1:], env, str(cwd), backend=backend.name)
+        argv = bwrap_argv(
+            policy, [plan.executable, *args], cwd=cwd, bwrap=backend.tool, seccomp_fd=SECCOMP_FD,
+            limits=config.limits, forwarder=_forwarder() if proxy else None,
+        )  # fmt: skip
+        program = str(_seccomp_file(homes_dir))
+        wants_cgroup = as_root and config.pids_cgroup and config.limits.processes
+        base = _pids_cgroup_base() if wants_cgroup else None
+        cgroup = base / f"mcp-bridge-{os.getpid()}-{next(_cgroup_ids)}" if base else None
+        if cgroup is None:
+            shell_args = ["-c", OPEN_FD3, program, *argv]
+        else:
+            shell_args = ["-c", JOIN_CGROUP_OPEN_FD3, program, str(cgroup), str(config.limits.processes), *argv]
+        return Launch(
+            SHELL, shell_args, env, str(cwd), backend=backend.name, policy=policy, proxy=proxy,
+            placeholders=held, limits=config.limits, started=started, cgroup=cgroup,
+            cleanup_paths=(cgroup,) if cgroup else (),  # a bridge that only rmtree()s still frees it
+        )  # fmt: skip
 
-    executable = _absolute(command, make_env(tmpdir=CHILD_TMP_PARENT_DARWIN)["PATH"])
     tmpdir = Path(os.path.realpath(tempfile.mkdtemp(prefix="mcp-child-", dir=CHILD_TMP_PARENT_DARWIN)))
-    argv = sandbox_exec_argv(policy, [executable, *args], tmpdir=tmpdir)
+    argv = sandbox_exec_argv(policy, [plan.executable, *args], tmpdir=tmpdir)
     env = make_env(tmpdir=str(tmpdir))
-    return Launch(argv[0], argv[1:], env, str(cwd), backend=backend.name, cleanup_paths=(tmpdir,))
+    return Launch(
+        argv[0], argv[1:], env, str(cwd), backend=backend.name, cleanup_paths=(tmpdir,),
+        policy=policy, placeholders=held, started=started,
+    )  # fmt: skip
+
+
+def plan_launch(
+    command: str,
+    args: list[str],
+    *,
+    cwd: Path,
+    server_env: dict[str, str],
+    network: NetworkSetting | None,
+    write_paths: tuple[str, ...],
+    config: SandboxConfig,
+    server_name: str | None = None,
+    read_paths: tuple[str, ...] = (),
+    git_write_paths: tuple[str, ...] = (),
+) -> Plan:
+    """The launch `prepare_launch` would make, without creating anything (raises as it does).
+
+    Placeholders other running children hold count as placeholders (`_held`; read under the
+    lock `prepare_launch` holds, or racily for a display).
+    """
+    as_root = os.geteuid() == 0
+    backend = _backend(config, as_root)
+    home = _home()
+    return _plan(
+        command, args, cwd=cwd, server_env=server_env, network=network, write_paths=write_paths,
+        config=config, server_name=server_name, read_paths=read_paths,
+        git_write_paths=git_write_paths, backend=backend, as_root=as_root, home=home,
+        proxy_dir=_proxy_dir_path(config), held=frozenset(_held),
+    )  # fmt: skip
+
+
+def check_runnable(executable: str, policy: Policy, *, path_env: str = DEFAULT_PATH) -> str | None:
+    """Why `executable` cannot start under `policy`, or None: missing, not executable, no #!
+    line, or a file of its chain (interpreter, venv base) hidden by the sandbox."""
+    chain = program_chain(executable, path_env)
+    if chain.problem is not None:
+        return chain.problem
+    for path in chain.files:
+        hider = hidden_by(policy, path)
+        if hider is not None:
+            return (
+                f"{path} (needed to run {executable}) lies in {hider}, which the sandbox hides "
+                "from children; add its folder to the server's read_paths"
+            )
+    return None
+
+
+def finish_launch(launch: Launch) -> None:
+    """After the child ended: remove the placeholders no other child holds, and the temp dirs.
+
+    A placeholder is removed only while it is still the empty file or folder the mount left;
+    removing one another child still holds would detach that child's read-only mount.
+    """
+    with _held_lock:
+        free = []
+        for path in launch.placeholders:
+            count = _held.get(path, 0) - 1
+            if count > 0:
+                _held[path] = count
+            else:
+                _held.pop(path, None)
+                free.append(path)
+    for path in free:
+        _remove_if_empty(path)
+    if launch.cgroup is not None:
+        _remove_cgroup(launch.cgroup)
+    for path in launch.cleanup_paths:
+        if path != launch.cgroup:
+            _remove_tree(path)
+
+
+def new_repositories(launch: Launch) -> tuple[Path, ...]:
+    """`.git` entries created under the writable roots while the child ran (`git init sub`).
+
+    Mounts cannot stop them; the bridge reports them when the session ends. Bounded like the
+    spawn-time scan (depth 4, 1000 folders a root).
+    """
+    if launch.policy is None:
+        return ()
+    held = frozenset(launch.placeholders)  # the launch's own empty `.git` mount points are no repository
+    return tuple(p for p in new_git_dirs(launch.policy.guarded_roots, launch.policy.git_dirs) if p not in held)
+
+
+def _plan(
+    command: str,
+    args: list[str],
+    *,
+    cwd: Path,
+    server_env: dict[str, str],
+    network: NetworkSetting | None,
+    write_paths: tuple[str, ...],
+    config: SandboxConfig,
+    server_name: str | None,
+    read_paths: tuple[str, ...],
+    git_write_paths: tuple[str, ...],
+    backend: Backend,
+    as_root: bool,
+    home: Path,
+    proxy_dir: Path | None,
+    held: frozenset[Path],
+) -> Plan:
+    platform: Literal["linux", "darwin"] = "darwin" if backend.name == "seatbelt" else "linux"
+    path_env = _environment(config, home, (config.workspace,), server_env, {})(tmpdir="/tmp")["PATH"]
+    executable = _absolute(command, path_env)
+    setting = effective_network(network, config.network, launcher=is_package_launcher(executable, args))
+    mode, hosts = _network_mode(setting, home)
+    homes_dir = config.homes_dir or default_homes_dir(dict(os.environ), home)
+    private_home = home_path(homes_dir, _server_key(server_name, command, args))
+    chain = program_chain(executable, path_env)
+    forwarder = _forwarder() if mode == "proxy" and platform == "linux" else None
+    program_files = (*chain.files, *(program_chain(forwarder.python, path_env).files if forwarder else ()))
+    proxy_socket = route_for(proxy_dir, hosts).socket if mode == "proxy" and proxy_dir else None
+    policy = build_policy(
+        workspace=config.workspace, home=home, state_dir=config.state_dir, write_paths=write_paths,
+        network=mode, as_root=as_root, platform=platform, secret_paths=config.secret_paths,
+        private_home=private_home, homes_dir=homes_dir, read_paths=read_paths,
+        git_write_paths=git_write_paths, program_files=program_files, allowed_hosts=hosts,
+        proxy_socket=proxy_socket, empty_file=homes_dir / EMPTY_FILE, empty_dir=homes_dir / EMPTY_DIR,
+        held=held,
+    )  # fmt: skip
+    problem = check_runnable(executable, policy, path_env=path_env)
+    if problem is None and hidden_by(policy, cwd) is not None:
+        problem = f"the working directory {cwd} is hidden from children; use a folder in the workspace"
+    return Plan(executable, policy, backend.name, setting, private_home, problem)
+
+
+def _network_mode(setting: NetworkSetting, home: Path) -> tuple[Literal["deny", "allow", "proxy"], tuple[str, ...]]:
+    if setting == "registry":
+        return "proxy", registry_hosts(dict(os.environ), home)
+    if isinstance(setting, tuple):
+        return "proxy", normalize_hosts(setting)
+    return setting, ()
+
+
+def _proxy_environment(policy: Policy) -> dict[str, str]:
+    if policy.network != "proxy":
+        return {}
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    return {name: url for name in PROXY_ENV_NAMES} | {"NO_PROXY": "", "no_proxy": ""}
+
+
+@functools.cache
+def _forwarder() -> Forwarder:
+    """The system python when there is one (cheap to start, outside any home), else ours."""
+    python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else os.path.realpath(sys.executable)
+    return Forwarder(python=python, script=FORWARDER)
+
+
+def _seccomp_file(homes_dir: Path) -> Path:
+    """The filter as a file in the (hidden) homes dir, written once per process."""
+    return _write_seccomp(homes_dir, filter_program())
+
+
+@functools.cache
+def _write_seccomp(homes_dir: Path, program: bytes) -> Path:
+    path = homes_dir / f".seccomp-{os.uname().machine}.bpf"
+    if not path.exists() or path.read_bytes() != program:
+        partial = path.with_suffix(".tmp")
+        partial.write_bytes(program)
+        partial.chmod(0o444)
+        partial.replace(path)
+    return path
+
+
+@functools.cache
+def _pids_cgroup_base() -> Path | None:
+    """Where this process may make pids cgroups (tried once), or None (logged)."""
+    for base in PIDS_CGROUP_ROOTS:
+        if not (base / "cgroup.procs").exists():
+            continue  # not a cgroup hierarchy (v1 without pids, or no cgroupfs)
+        probe = base / f"mcp-bridge-{os.getpid()}-probe"
+        try:
+            probe.mkdir()
+            (probe / "pids.max").write_text("1\n")
+        except OSError as exc:
+            log.debug("no pids cgroup under %s: %s", base, exc.strerror)
+            continue
+        finally:
+            with contextlib.suppress(OSError):
+                probe.rmdir()
+        return base
+    log.warning("as root the process limit needs a pids cgroup and none could be made: not enforced")
+    return None
+
+
+def _remove_cgroup(path: Path) -> None:
+    """Kill what is left in the child's cgroup (the pid namespace dies asynchronously after bwrap)
+    and remove it; the kernel refuses while exiting members are not yet reaped, so retry briefly."""
+    for _ in range(CGROUP_REMOVE_TRIES):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return  # never spawned, or the spawn failed before making it
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                log.warning("cgroup %s left in place: %s", path, exc.strerror)
+                return
+        with contextlib.suppress(OSError):
+            for pid in (path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+        time.sleep(CGROUP_REMOVE_WAIT_S)
+    log.warning("cgroup %s left in place: its processes did not exit", path)
+
+
+def _proxy_dir_path(config: SandboxConfig) -> Path:
+    return config.proxy_dir or Path(tempfile.gettempdir()) / f"mcp-bridge-{os.geteuid()}"
+
+
+def _proxy_dir(config: SandboxConfig) -> Path:
+    """The sockets' folder, 0700 and ours: in a shared /tmp someone else could have made it."""
+    path = _proxy_dir_path(config)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.lstat(path)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise SandboxUnavailable(f"proxy socket folder {path} is not private to this user; remove it or set another")
+    return path
+
+
+def _server_key(server_name: str | None, command: str, args: list[str]) -> str:
+    """The private home's key: the server's name; a nameless launch keys on its command line."""
+    return server_name if server_name else "\0".join([command, *args])
+
+
+def _backend(config: SandboxConfig, as_root: bool) -> Backend:
+    return select_backend(
+        config.backend,
+        platform=sys.platform,
+        path_env=os.environ.get("PATH", DEFAULT_PATH),
+        workspace=config.workspace,
+        as_root=as_root,
+    )
 
 
 def probe(config: SandboxConfig) -> SandboxUnavailable | None:
@@ -144,7 +468,11 @@ def _home() -> Path:
 
 
 def _environment(
-    config: SandboxConfig, home: Path, write_roots: tuple[Path, ...], server_env: dict[str, str]
+    config: SandboxConfig,
+    home: Path,
+    write_roots: tuple[Path, ...],
+    server_env: dict[str, str],
+    fixed: dict[str, str],
 ) -> functools.partial[dict[str, str]]:
     """The child environment, waiting only for its temp dir."""
     return functools.partial(
@@ -154,9 +482,29 @@ def _environment(
         write_roots=write_roots,
         prefixes=config.child_env_prefixes,
         server_env=server_env,
+        fixed=fixed,
     )
 
 
 def _absolute(command: str, path_env: str) -> str:
     """Absolute commands pass; a bare name is looked up on the child's (sanitised) PATH."""
     return resolve_command(command, path_env=path_env)
+
+
+def _remove_if_empty(path: Path) -> None:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()  # fails (and is left) when someone put something in it
+        elif path.is_file() and not path.is_symlink() and path.stat().st_size == 0:
+            path.unlink()
+    except OSError as exc:
+        log.info("placeholder %s left in place: %s", path, exc.strerror)
+
+
+def _remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+_cgroup_ids = itertools.count()
+_held: dict[Path, int] = {}  # placeholder path -> running children whose mounts hold it
+_held_lock = threading.Lock()

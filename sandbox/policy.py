@@ -1,12 +1,17 @@
 """What a stdio child may do, as plain data derived from the workspace, home, state dir and settings.
 
-- Reads: everywhere except `masks` (credentials, keychains, browser profiles, shell history, the
-  bridge's own state dir). Python/node/uvx servers need broad reads to start at all.
-- Writes: only the workspace and the developer's capability `write_roots` (plus a private temp).
-- `protected` paths inside the workspace stay read-only: the host runs them later (git hooks and
-  config, editor tasks, direnv, agent configs).
+- Reads: system folders, minus `masks` (credentials, keychains, the bridge's state dir). The real
+  home and the folder of private homes are `hidden` (an empty read-only tmpfs on Linux), except
+  `exposed` trees: the command's interpreter chain and install trees, the usual tool folders that
+  hold programs (nvm, pyenv, uv, pipx, cargo, bun, deno), and the developer's `read_paths`.
+- Writes: the workspace, the server's private `home`, the developer's `write_roots`, a private temp.
+- Inside every writable root but the private home, the git dirs (the root's and nested ones) and
+  the root's editor, agent and tool config paths are read-only: the host runs them later.
+  Existing ones are `protected`; absent ones get a read-only `placeholders` mount point, so they
+  cannot be created either (the launch removes the mount points when the child ends).
 - `pinned` directories lie between a write root and a mask or protected path. They must not be
   renamed: a renamed parent carries the mask away and a fresh, writable copy could take its place.
+- Network: `deny`, `allow`, or `proxy` (only `allowed_hosts`, through the bridge's filtering proxy).
 
 `build_policy` is the only function here that looks at the filesystem; `bubblewrap.py` and
 `seatbelt.py` render a `Policy` without looking at anything.
@@ -21,10 +26,13 @@ from pathlib import Path
 from typing import Literal
 
 from sandbox.errors import InvalidWorkspace
+from sandbox.programs import install_tree
+from sandbox.repos import git_dirs, scan_roots
 
-Network = Literal["deny", "allow"]
+Network = Literal["deny", "allow", "proxy"]
 Platform = Literal["linux", "darwin"]
 MaskKind = Literal["dir", "file", "absent"]
+PlaceholderKind = Literal["dir", "file"]
 
 HOME_SECRETS = (
     ".ssh", ".gnupg",
@@ -60,14 +68,31 @@ ROOT_SYSTEM_SECRETS = (
     "/etc/sudoers.d", "/etc/security/opasswd", "/etc/ssl/private", "/var/lib/docker",
 )  # fmt: skip
 ROOT_SYSTEM_GLOBS = ("/etc/ssh/ssh_host_*_key",)
+PRIVATE_MOUNTS = (Path("/tmp"), Path("/run"))  # a private tmpfs inside the Linux sandbox
+SCAN_REUSE_S = 2.0  # a burst of spawns in one workspace shares one nested-repository scan
 
-# Inside the workspace, relative to it: kept read-only where they exist.
-PROTECTED = (
-    ".git/hooks", ".git/config", ".git/config.worktree", ".git/commondir", ".git/modules",
-    ".gitmodules", ".vscode", ".idea", ".husky", ".claude", ".cursor", ".envrc", ".mcp.json",
+# At each writable root: run or read later by the host's git, editors, agents and tools. The kind is
+# what a placeholder for an absent one is: an empty dir where the name is a folder, else an empty
+# file (an empty .gitattributes, .env or .npmrc means nothing to the tools that read them).
+ROOT_GUARDED: dict[str, PlaceholderKind] = {
+    ".git": "dir",  # empty: the host's git ignores it and finds a parent repository as before
+    ".vscode": "dir", ".idea": "dir", ".claude": "dir", ".cursor": "dir", ".husky": "dir",
+    ".cargo": "dir", "tool_mcp": "dir",
+    ".envrc": "file", ".mcp.json": "file", ".env": "file", ".npmrc": "file", ".yarnrc": "file",
+    ".yarnrc.yml": "file", ".yarnrc.yaml": "file", ".gitattributes": "file", ".gitmodules": "file",
+}  # fmt: skip
+# Under the real home: folders of programs, not secrets, exposed read-only when they pass checks.
+HOME_TOOL_DIRS = (
+    ".nvm", ".pyenv", ".local/share/uv/tools", ".local/share/uv/python", ".local/share/pipx",
+    ".local/pipx", ".local/bin", ".cargo/bin", ".bun/bin", ".deno/bin",
 )  # fmt: skip
-# A `.git` *file* (worktree, submodule) names the git dir; rewritten, it points git at fresh hooks.
-PROTECTED_IF_FILE = (".git",)
+
+
+def within(path: Path, root: Path) -> bool:
+    """`path.is_relative_to(root)` for canonical absolute paths, without pathlib's parsing cost
+    (policy building compares every mask with every root on every spawn)."""
+    p, r = str(path), str(root)
+    return p == r or p.startswith(r if r.endswith("/") else r + "/")
 
 
 @dataclass(frozen=True)
@@ -76,6 +101,14 @@ class Mask:
 
     path: Path
     kind: MaskKind
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """An absent guarded path, held by a read-only mount point while the child runs."""
+
+    path: Path
+    kind: PlaceholderKind
 
 
 @dataclass(frozen=True)
@@ -90,6 +123,40 @@ class Policy:
     network: Network = "deny"
     as_root: bool = False
     run_binds: tuple[Path, ...] = ()
+    home: Path | None = None
+    hidden: tuple[Path, ...] = ()
+    exposed: tuple[Path, ...] = ()
+    placeholders: tuple[Placeholder, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    proxy_socket: Path | None = None
+    empty_file: Path | None = None  # the source of file placeholders: reads give "", not EACCES
+    empty_dir: Path | None = None  # the source of dir placeholders: one read-only bind, no remount
+    git_dirs: frozenset[Path] = frozenset()  # every .git found at spawn (for `new_git_dirs`)
+
+    @property
+    def writable(self) -> tuple[Path, ...]:
+        """Every writable root, the private home last."""
+        return (self.workspace, *self.write_roots, *((self.home,) if self.home else ()))
+
+    @property
+    def guarded_roots(self) -> tuple[Path, ...]:
+        """The writable roots whose git dirs and config paths the host trusts."""
+        return (self.workspace, *self.write_roots)
+
+
+def hidden_by(policy: Policy, path: Path) -> Path | None:
+    """The mask or hidden tree that keeps `path` out of the child's sight, or None if visible."""
+    real = Path(os.path.realpath(path))
+    for mask in policy.masks:
+        if mask.kind != "absent" and within(real, mask.path):
+            return mask.path
+    shown = (*policy.writable, *policy.exposed)
+    for tree in (*policy.hidden, *PRIVATE_MOUNTS):
+        if within(real, tree) and not any(within(real, s) for s in shown):
+            return tree
+    return None
+
+
 
 
 def build_policy(
@@ -102,8 +169,23 @@ def build_policy(
     as_root: bool,
     platform: Platform,
     secret_paths: tuple[Path, ...] = (),
+    private_home: Path | None = None,
+    homes_dir: Path | None = None,
+    read_paths: tuple[str, ...] = (),
+    git_write_paths: tuple[str, ...] = (),
+    program_files: tuple[Path, ...] = (),
+    allowed_hosts: tuple[str, ...] = (),
+    proxy_socket: Path | None = None,
+    empty_file: Path | None = None,
+    empty_dir: Path | None = None,
+    held: frozenset[Path] = frozenset(),
 ) -> Policy:
-    """Derive the policy, refusing roots that would expose a secret (raises `InvalidWorkspace`)."""
+    """Derive the policy, refusing roots that would expose a secret (raises `InvalidWorkspace`).
+
+    `private_home` hides the real `home` (and `homes_dir`, the other servers' homes);
+    `program_files` is the command's chain (see `programs.py`); `held` are placeholders another
+    running child holds, which look present on disk but are still placeholders.
+    """
     home = Path(os.path.realpath(home))
     bridge_secrets = [Path(os.path.realpath(p)) for p in (state_dir, *secret_paths)]
     masks = _masks(_secret_candidates(home, as_root, platform) + bridge_secrets, platform)
@@ -115,17 +197,38 @@ def build_policy(
     _refuse_unsafe_root(ws, "workspace", home, masks, exempt)
     roots = _write_roots(write_paths, ws, home, masks, exempt)
 
-    protected = tuple(p for p in _protected(ws) if not _under_dir_mask(p, masks))
+    hidden: tuple[Path, ...] = ()
+    exposed: tuple[Path, ...] = ()
+    if private_home is not None:
+        hidden = tuple(Path(os.path.realpath(p)) for p in (home, homes_dir) if p is not None)
+        keep_out = (*bridge_secrets, *hidden)
+        reads = _read_paths(read_paths, masks, keep_out)
+        candidates = [install_tree(Path(f), home) for f in program_files]
+        candidates += [home / name for name in HOME_TOOL_DIRS]
+        exposed = _exposures(candidates, reads, hidden, masks, keep_out)
+
+    git_write = {Path(os.path.realpath(p)) for p in git_write_paths}
+    protected, placeholders, found = _guarded((ws, *roots), git_write, held)
+    protected = tuple(p for p in protected if not _under_dir_mask(p, masks))
     present = [m.path for m in masks if m.kind != "absent"]
     return Policy(
         workspace=ws,
         write_roots=roots,
         masks=masks,
         protected=protected,
-        pinned=_pinned((*protected, *present), (ws, *roots)),
+        pinned=_pinned((*protected, *(p.path for p in placeholders), *present), (ws, *roots)),
         network=network,
         as_root=as_root,
         run_binds=_dns_binds() if platform == "linux" and network == "allow" else (),
+        home=Path(os.path.realpath(private_home)) if private_home is not None else None,
+        hidden=hidden,
+        exposed=exposed,
+        placeholders=placeholders,
+        allowed_hosts=allowed_hosts if network == "proxy" else (),
+        proxy_socket=proxy_socket if network == "proxy" else None,
+        empty_file=empty_file,
+        empty_dir=empty_dir,
+        git_dirs=found,
     )
 
 
@@ -167,7 +270,7 @@ def _masks(candidates: list[Path], platform: Platform) -> tuple[Mask, ...]:
 
 def _under_dir_mask(path: Path, masks: tuple[Mask, ...], *, strictly: bool = False) -> bool:
     return any(
-        m.kind == "dir" and path.is_relative_to(m.path) and not (strictly and path == m.path) for m in masks
+        m.kind == "dir" and within(path, m.path) and not (strictly and path == m.path) for m in masks
     )
 
 
@@ -177,15 +280,26 @@ def _refuse_unsafe_root(
     """A writable root must not be `/`, home or above it, or inside/around a secret."""
     if root == Path("/"):
         raise InvalidWorkspace(f"{what} is the filesystem root /; use a project folder instead")
-    if home.is_relative_to(root):
+    if within(home, root):
         raise InvalidWorkspace(
             f"{what} {root} is the home folder or contains it; use a project folder instead"
         )
     for mask in masks:
-        if root.is_relative_to(mask.path):
+        if within(root, mask.path):
             raise InvalidWorkspace(f"{what} {root} lies inside {mask.path}, which children may not read")
-        if mask.path.is_relative_to(root) and mask.path not in exempt:
+        if within(mask.path, root) and mask.path not in exempt:
             raise InvalidWorkspace(f"{what} {root} contains {mask.path}, which children may not read")
+
+
+def _existing(raw: str, what: str) -> Path:
+    """A configured path, canonical; it must be absolute and exist (a mount needs a target)."""
+    spelled = Path(raw).expanduser()
+    if not spelled.is_absolute():
+        raise InvalidWorkspace(f"{what} {raw!r} must be absolute")
+    path = Path(os.path.realpath(spelled))
+    if not path.exists():
+        raise InvalidWorkspace(f"{what} {path} does not exist; create it before starting the server")
+    return path
 
 
 def _write_roots(
@@ -193,29 +307,85 @@ def _write_roots(
 ) -> tuple[Path, ...]:
     roots: list[Path] = []
     for raw in write_paths:
-        spelled = Path(raw).expanduser()
-        if not spelled.is_absolute():
-            raise InvalidWorkspace(f"write path {raw!r} must be absolute")
-        root = Path(os.path.realpath(spelled))
-        if not root.exists():
-            raise InvalidWorkspace(f"write path {root} does not exist; create it before starting the server")
+        root = _existing(raw, "write path")
         _refuse_unsafe_root(root, "write path", home, masks, exempt)
         if root != ws and root not in roots:
             roots.append(root)
     return tuple(roots)
 
 
-def _protected(ws: Path) -> list[Path]:
-    """Existing protected paths; a symlink on the way cannot be kept read-only, so refuse it."""
-    found = []
-    for name in PROTECTED + PROTECTED_IF_FILE:
-        path = ws / name
-        if not os.path.lexists(path):
+def _read_paths(read_paths: tuple[str, ...], masks: tuple[Mask, ...], keep_out: tuple[Path, ...]) -> list[Path]:
+    """The developer's extra read paths: absolute, existing, and never around or inside a secret."""
+    reads = []
+    for raw in read_paths:
+        path = _existing(raw, "read path")
+        problem = _exposure_problem(path, masks, keep_out)
+        if problem:
+            raise InvalidWorkspace(f"read path {path} {problem}")
+        reads.append(path)
+    return reads
+
+
+def _exposure_problem(tree: Path, masks: tuple[Mask, ...], keep_out: tuple[Path, ...]) -> str | None:
+    for mask in masks:
+        if within(tree, mask.path):
+            return f"lies inside {mask.path}, which children may not read"
+        if mask.kind != "absent" and within(mask.path, tree):
+            return f"contains {mask.path}, which children may not read"
+    for secret in keep_out:
+        if within(secret, tree):
+            return f"contains {secret}, which children may not read"
+    return None
+
+
+def _exposures(
+    candidates: list[Path],
+    reads: list[Path],
+    hidden: tuple[Path, ...],
+    masks: tuple[Mask, ...],
+    keep_out: tuple[Path, ...],
+) -> tuple[Path, ...]:
+    """Hidden trees to show again read-only: only existing ones that hold no secret."""
+    shown: list[Path] = list(reads)
+    for candidate in candidates:
+        if not os.path.lexists(candidate):
             continue
-        _refuse_symlinks(ws, path)
-        if name not in PROTECTED_IF_FILE or path.is_file():
-            found.append(path)
-    return found
+        tree = Path(os.path.realpath(candidate))
+        if not any(within(tree, h) for h in hidden) or any(within(tree, s) for s in shown):
+            continue  # visible anyway, or already shown
+        if tree.exists() and _exposure_problem(tree, masks, keep_out) is None:
+            shown = [s for s in shown if not within(s, tree)] + [tree]
+    return tuple(sorted(shown))
+
+
+def _guarded(
+    roots: tuple[Path, ...], git_write: set[Path], held: frozenset[Path]
+) -> tuple[tuple[Path, ...], tuple[Placeholder, ...], frozenset[Path]]:
+    """Read-only paths (existing) and placeholders (absent) at each root, plus nested git dirs.
+
+    A symlink on the way cannot be kept read-only, so it is refused.
+    """
+    protected: list[Path] = []
+    placeholders: list[Placeholder] = []
+    for root in roots:
+        for name, kind in ROOT_GUARDED.items():
+            path = root / name
+            if name == ".git" and root in git_write:
+                continue
+            if path in held or not os.path.lexists(path):
+                placeholders.append(Placeholder(path, kind))
+                continue
+            _refuse_symlinks(root, path)
+            protected += git_dirs(path) if name == ".git" else [path]
+    found = scan_roots(roots, max_age=SCAN_REUSE_S)
+    for dot_git in sorted(found - {root / ".git" for root in roots}):
+        if dot_git.parent in git_write or dot_git in held:
+            continue
+        root = next(r for r in roots if within(dot_git, r))
+        _refuse_symlinks(root, dot_git)
+        protected += git_dirs(dot_git)
+    inside = [p for p in dict.fromkeys(protected) if any(within(p, r) for r in roots)]
+    return tuple(inside), tuple(placeholders), found
 
 
 def _refuse_symlinks(ws: Path, path: Path) -> None:
@@ -234,12 +404,12 @@ def _pinned(targets: tuple[Path, ...], roots: tuple[Path, ...]) -> tuple[Path, .
     pins: set[Path] = set()
     for target in targets:
         for root in roots:
-            if target != root and target.is_relative_to(root):
-                pins.update(p for p in target.parents if p != root and p.is_relative_to(root))
+            if target != root and within(target, root):
+                pins.update(p for p in target.parents if p != root and within(p, root))
     return tuple(sorted(pins, key=lambda p: (len(p.parts), str(p))))
 
 
 def _dns_binds() -> tuple[Path, ...]:
     """`/run` is a private tmpfs; re-expose only the file resolv.conf points at, never its dir."""
     resolv = Path(os.path.realpath("/etc/resolv.conf"))
-    return (resolv,) if resolv.is_relative_to("/run") and resolv.is_file() else ()
+    return (resolv,) if within(resolv, "/run") and resolv.is_file() else ()

@@ -5,8 +5,13 @@ No path ever enters the profile text: each one reaches it as `-DKEY=value` and i
 only on the policy's *shape* (counts and the network flag), which makes injection through a path
 structurally impossible and lets tests compare the text for benign and hostile paths.
 
-Rule order matters: SBPL lets a later matching rule override an earlier one, so the broad allows
-come first, then the protected-path denies, the pins and the secret denies.
+Rule order matters: SBPL lets a later matching rule override an earlier one, so the broad read
+allow comes first, then the hidden trees (the real home, the other servers' homes), the exposed
+trees and writable roots shown again, the write allows, the guarded-path denies (git dirs anywhere
+under a writable root and the config names at its top, whether they exist or not: regexes need no
+placeholder), the pins and the secret denies.
+A `proxy` network is rendered as no network here for now: the filtering proxy listens on Unix
+sockets, and Seatbelt children need a loopback TCP port to use it (see the integration notes).
 Unverified here (no Mac in CI): run `scripts/macos_sandbox_smoke.py` on a Mac.
 """
 
@@ -44,9 +49,9 @@ BASE = """\
 """
 
 PROTECTED_REGEXES = (
-    r'#"/(.*/)?\.git/(hooks|config|config\.worktree|commondir|modules)(/|$)"',
-    r'#"/(.*/)?(\.vscode|\.idea|\.husky|\.claude|\.cursor)(/|$)"',
-    r'#"/(.*/)?(\.envrc|\.mcp\.json|\.gitmodules)$"',
+    r'#"/(.*/)?\.git(/|$)"',  # every git dir below a writable root, existing or not
+    r'#"/(\.vscode|\.idea|\.claude|\.cursor|\.husky|\.cargo|tool_mcp)(/|$)"',
+    r'#"/(\.envrc|\.mcp\.json|\.env|\.npmrc|\.yarnrc|\.yarnrc\.ya?ml|\.gitattributes|\.gitmodules)$"',
 )
 
 NETWORK = """
@@ -69,27 +74,37 @@ def _group(keys: list[str], matcher: str) -> str:
 def profile_and_params(policy: Policy, *, tmpdir: Path) -> tuple[str, dict[str, str]]:
     """The profile text (shape only) and the parameters that carry every path."""
     params = {"WORKSPACE": str(policy.workspace), "TMPDIR": str(tmpdir)}
+    if policy.home is not None:
+        params["HOME"] = str(policy.home)
     params |= {f"WRITE_{i}": str(p) for i, p in enumerate(policy.write_roots)}
+    params |= {f"HIDE_{i}": str(p) for i, p in enumerate(policy.hidden)}
+    params |= {f"EXPOSE_{i}": str(p) for i, p in enumerate(policy.exposed)}
     params |= {f"PIN_{i}": str(p) for i, p in enumerate(policy.pinned)}
     params |= {f"DENY_{i}": str(m.path) for i, m in enumerate(policy.masks)}
-    writable = ["WORKSPACE", "TMPDIR", *(k for k in params if k.startswith("WRITE_"))]
-    pins = [k for k in params if k.startswith("PIN_")]
-    denies = [k for k in params if k.startswith("DENY_")]
+    guarded = ["WORKSPACE", *(k for k in params if k.startswith("WRITE_"))]
+    writable = [*guarded[:1], "TMPDIR", *(["HOME"] if policy.home else []), *guarded[1:]]
+    keys = {prefix: [k for k in params if k.startswith(prefix)] for prefix in ("HIDE_", "EXPOSE_", "PIN_", "DENY_")}
 
     text = BASE
-    text += "\n; writes: the workspace, the private temp dir, capability roots\n"
-    text += f"(allow file-write*{_group(writable, 'subpath')})\n"
-    text += "\n; protected in the workspace: the host runs these later\n(deny file-write*"
-    for pattern in PROTECTED_REGEXES:
-        text += f'\n  (regex (string-append "^" (regex-quote (param "WORKSPACE")) {pattern}))'
-    text += ")\n"
     # A rule with no filter would match everything, so empty groups are left out entirely.
-    if pins:
+    if keys["HIDE_"]:
+        text += "\n; the real home and the other servers' homes: not visible\n"
+        text += f"(deny file-read*{_group(keys['HIDE_'], 'subpath')})\n"
+        text += "\n; shown again read-only: the command's install trees, tool folders, read paths\n"
+        text += f"(allow file-read*{_group([*keys['EXPOSE_'], *writable], 'subpath')})\n"
+    text += "\n; writes: the workspace, the private temp dir and home, capability roots\n"
+    text += f"(allow file-write*{_group(writable, 'subpath')})\n"
+    text += "\n; guarded in every writable root but the home: the host runs these later\n(deny file-write*"
+    for key in guarded:
+        for pattern in PROTECTED_REGEXES:
+            text += f'\n  (regex (string-append "^" (regex-quote (param "{key}")) {pattern}))'
+    text += ")\n"
+    if keys["PIN_"]:
         text += "\n; parents of protected and secret paths: renaming one would carry a deny away\n"
-        text += f"(deny file-write-unlink{_group(pins, 'literal')})\n"
-    if denies:
+        text += f"(deny file-write-unlink{_group(keys['PIN_'], 'literal')})\n"
+    if keys["DENY_"]:
         text += "\n; secrets: neither read nor write\n"
-        text += f"(deny file-read* file-write*{_group(denies, 'subpath')})\n"
+        text += f"(deny file-read* file-write*{_group(keys['DENY_'], 'subpath')})\n"
     if policy.network == "allow":
         text += NETWORK
     return text, params

@@ -24,7 +24,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sandbox import SandboxConfig, SandboxUnavailable, prepare_launch  # noqa: E402
+from sandbox import SandboxConfig, SandboxUnavailable, finish_launch, prepare_launch  # noqa: E402
 
 CHILD_PROBE = REPO / "tests" / "sandbox" / "child_probe.py"
 CANARY = f"canary-{uuid.uuid4().hex}"
@@ -40,6 +40,8 @@ class Tree:
         (self.home / ".ssh" / "id_ed25519").write_text("stand-in key\n")
         (self.home / ".netrc").write_text("machine example.com password hunter2\n")
         (self.home / "public.txt").write_text("public\n")
+        (self.ws / "sub").mkdir(parents=True)
+        (self.ws / "readme.txt").write_text("readme\n")
         (self.ws / ".git" / "hooks").mkdir(parents=True)
         (self.ws / ".git" / "objects").mkdir()
         (self.ws / ".git" / "config").write_text("[core]\n")
@@ -56,6 +58,7 @@ class Tree:
             workspace=self.ws,
             state_dir=state_dir or self.state,
             network=network,  # type: ignore[arg-type]
+            homes_dir=self.root / "homes",
         )
         launch = prepare_launch(
             sys.executable,
@@ -65,6 +68,7 @@ class Tree:
             network=None,
             write_paths=(),
             config=config,
+            server_name="smoke",
         )
         try:
             proc = subprocess.run(
@@ -77,8 +81,7 @@ class Tree:
                 check=False,
             )
         finally:
-            for path in launch.cleanup_paths:
-                shutil.rmtree(path, ignore_errors=True)
+            finish_launch(launch)
         if proc.returncode != 0 or not proc.stdout:
             return {
                 "ok": False,
@@ -100,10 +103,22 @@ def checks(tree: Tree, port: int) -> list[tuple[str, bool, Callable[[], dict[str
             lambda: (ws / "out.txt").exists(),
         ),
         (
-            "write into .git/objects",
-            True,
+            "write into .git/objects denied (the whole git dir is read-only)",
+            False,
             lambda: tree.probe("write", str(ws / ".git/objects/o")),
-            lambda: True,
+            lambda: not (ws / ".git/objects/o").exists(),
+        ),
+        (
+            "git init in a subfolder denied (git dirs anywhere below a root)",
+            False,
+            lambda: tree.probe("write", str(ws / "sub/.git")),
+            lambda: not (ws / "sub/.git").exists(),
+        ),
+        (
+            "create .env at the workspace root denied",
+            False,
+            lambda: tree.probe("write", str(ws / ".env")),
+            lambda: not (ws / ".env").exists(),
         ),
         (
             "write to HOME denied",
@@ -142,9 +157,15 @@ def checks(tree: Tree, port: int) -> list[tuple[str, bool, Callable[[], dict[str
             lambda: (ws / ".git").is_dir(),
         ),
         (
-            "read public file in HOME",
-            True,
+            "read public file in the real HOME denied (the home is private)",
+            False,
             lambda: tree.probe("read", str(home / "public.txt")),
+            lambda: True,
+        ),
+        (
+            "read a file in the workspace",
+            True,
+            lambda: tree.probe("read", str(ws / "readme.txt")),
             lambda: True,
         ),
         (

@@ -43,7 +43,7 @@ def workdirs() -> Iterator[dict[str, str]]:
     base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="bridge-host-"))
     (base / "ws").mkdir()
     try:
-        yield {"MCP_WORKSPACE": str(base / "ws"), "MCP_STATE_DIR": str(base / "state")}
+        yield {"MCP_WORKSPACE": str(base / "ws"), "MCP_STATE_DIR": str(base / "state"), "MCP_HOMES_DIR": str(base / "homes")}
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -21,6 +21,11 @@ class BridgeDirs:
     state: Path
 
     @property
+    def homes(self) -> Path:
+        """The servers' private homes, apart from every other test's (and from the real home)."""
+        return self.workspace.parent / "homes"
+
+    @property
     def registry(self) -> Path:
         return self.state / "tool_mcp" / "servers.json"
 

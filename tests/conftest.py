@@ -42,7 +42,7 @@ def make_bridge(bridge_dirs: BridgeDirs) -> Iterator[MakeBridge]:
         settings.setdefault("timeout", 30)
         made.append(
             Bridge(
-                Settings(workspace=bridge_dirs.workspace, state_dir=bridge_dirs.state, **settings),
+                Settings(workspace=bridge_dirs.workspace, state_dir=bridge_dirs.state, homes_dir=bridge_dirs.homes, **settings),
                 config_servers or {},
             )
         )

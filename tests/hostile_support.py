@@ -1,7 +1,8 @@
 """What the hostile-children and hostile-HTTP matrices share: the time bound, timing a reply, a real
 bridge process driven over HTTP, and its peak memory.
 
-The bound is the spec, not a benchmark: every call ends within MCP_TIMEOUT plus a generous grace.
+The bound is the spec, not a benchmark: every call ends within MCP_TIMEOUT (and MCP_START_TIMEOUT,
+set to the same) plus a generous grace.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def real_bridge() -> Iterator[RealBridge]:
     """A bridge process with MCP_TIMEOUT=TIMEOUT_S, after the host's handshake."""
     with (
         workdirs() as dirs,
-        http_bridge(host_env(dirs, MCP_TIMEOUT=str(TIMEOUT_S))) as process,
+        http_bridge(host_env(dirs, MCP_TIMEOUT=str(TIMEOUT_S), MCP_START_TIMEOUT=str(TIMEOUT_S))) as process,
         http_peer(process.url) as peer,
     ):
         peer.handshake()

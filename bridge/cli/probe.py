@@ -218,7 +218,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     probe.add_argument("name", help="a registered server's name")
     probe.add_argument("--host", action="append", choices=HOSTS, help="check only this host (repeatable; default: all)")
     probe.add_argument("--strict", action="store_true", help="fail on warnings too (e.g. the complete ChatGPT shape)")
-    probe.add_argument("--timeout", type=float, help="seconds to start, connect and list (default: MCP_TIMEOUT)")
+    probe.add_argument("--timeout", type=float, help="seconds to start, connect and list (default: MCP_START_TIMEOUT, then MCP_TIMEOUT)")
     probe.add_argument("--json", action="store_true", help="print the report as JSON")
     probe.set_defaults(run=run_probe)
 
@@ -252,7 +252,7 @@ def render(report: ProbeReport, hosts: tuple[Host, ...]) -> str:
 
 def run_probe(args: argparse.Namespace) -> int:
     hosts: tuple[Host, ...] = tuple(dict.fromkeys(args.host)) if args.host else HOSTS
-    settings = load_settings(**({"timeout": args.timeout} if args.timeout is not None else {}))
+    settings = load_settings(**({"timeout": args.timeout, "start_timeout": args.timeout} if args.timeout is not None else {}))
     with open_bridge(settings) as bridge:
         tools = fetch_tools(bridge, args.name)
     verdicts = check(tools, hosts)

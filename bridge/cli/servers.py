@@ -2,7 +2,9 @@
 
 add and remove call `Bridge.add_server` / `Bridge.remove_server`, so the CLI validates, writes
 and refuses exactly as `mcp_add_server` and `mcp_remove_server` do. Header and env values are
-never printed: their names are shown with `<redacted>`.
+never printed: their names are shown with `<redacted>`. `show` gives a stdio server's sandbox as
+a spawn would make it now (`Bridge.plan`, which creates nothing): the program, the private home,
+the network, the hidden trees shown back read-only, and why it cannot start, if it cannot.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from bridge.models import (
     RemoveResult,
     ServerList,
     ServerSpec,
+    StdioServerSpec,
     ToolPolicy,
 )
-from bridge.tools import validation
+from bridge.tools import Bridge, validation
+from sandbox import Plan, SandboxUnavailable
 from sandbox.command import CommandNotFound, resolve_command
 
 REDACTED = "<redacted>"
@@ -116,11 +120,34 @@ def entry_details(name: str, spec: ServerSpec, origin: Origin, policy: ToolPolic
     else:
         details |= {"command": spec.command, "args": list(spec.args), "cwd": spec.cwd}
         details |= {"env": dict.fromkeys(spec.env, REDACTED), "network": spec.network}
-        details["write_paths"] = list(spec.write_paths)
+        details |= {"read_paths": list(spec.read_paths), "write_paths": list(spec.write_paths)}
+        details["git_write_paths"] = list(spec.git_write_paths)
     details["added_at"] = spec.added_at.isoformat() if spec.added_at else None
     if policy is not None:
         details["tool_policy"] = policy.model_dump(mode="json")
     return details
+
+
+def sandbox_details(plan: Plan) -> dict[str, Any]:
+    """What the child would get: its program, home, network, the hidden trees shown back, the problem."""
+    network = plan.network if isinstance(plan.network, str) else list(plan.network)
+    return {
+        "backend": plan.backend,
+        "program": plan.executable,
+        "home": str(plan.home),
+        "network": network,
+        "allowed_hosts": list(plan.policy.allowed_hosts),
+        "exposed": [str(path) for path in plan.policy.exposed],
+        "writable": [str(path) for path in plan.policy.writable],
+        "problem": plan.problem,
+    }
+
+
+def _sandbox(bridge: Bridge, name: str, spec: StdioServerSpec) -> dict[str, Any]:
+    try:
+        return sandbox_details(bridge.plan(name, spec))
+    except (SandboxUnavailable, CommandNotFound) as exc:
+        return {"problem": str(exc)}
 
 
 def show_server(args: argparse.Namespace) -> int:
@@ -132,7 +159,10 @@ def show_server(args: argparse.Namespace) -> int:
             raise CliError.from_result(exc.to_result()) from None
         origin = bridge.registry.merged()[name][1]
         provisioned = bridge.registry.config_servers.get(name)
+        plan = _sandbox(bridge, name, spec) if isinstance(spec, StdioServerSpec) else None
     details = entry_details(name, spec, origin, provisioned.tools if provisioned is not None else None)
+    if plan is not None:
+        details["sandbox"] = plan
     if args.json:
         print(json.dumps(details, indent=2))
         return 0
@@ -140,7 +170,8 @@ def show_server(args: argparse.Namespace) -> int:
         if isinstance(value, dict):
             print(f"{key}:" + ("" if value else " none"))
             for item, shown in value.items():
-                print(f"  {item}: {shown}")
+                if shown is not None:
+                    print(f"  {item}: {json.dumps(shown) if isinstance(shown, list) else shown}")
         elif isinstance(value, list):
             print(f"{key}: {json.dumps(value)}")
         elif value is not None:

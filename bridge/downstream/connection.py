@@ -21,12 +21,18 @@ from pydantic import ValidationError
 from bridge.downstream.framing import MAX_MESSAGE_BYTES
 from bridge.downstream.http import Redirect, http_transport
 from bridge.downstream.redaction import redact
-from bridge.downstream.stdio import Child, stdio_transport
+from bridge.downstream.sandbox_notes import sandbox_note
+from bridge.downstream.stdio import (
+    NOT_MCP_AFTER_S,
+    Child,
+    ChildSupport,
+    stdio_transport,
+)
 from bridge.errors import BridgeError
 from bridge.internals import TransportStreams
 from bridge.models import HttpServerSpec, ServerSpec, StdioServerSpec
 from bridge.wording import count
-from sandbox import SandboxConfig
+from sandbox import Launch, SandboxConfig
 
 logger = logging.getLogger("mcp_bridge.connection")
 
@@ -35,11 +41,17 @@ _MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class SessionSettings:
+    """`timeout` bounds one operation on an open session; `start_timeout` the spawn or connect and
+    the handshake; `max_list_pages` and `max_tools` what one tools/list may make the bridge hold."""
+
     timeout: float
     sandbox: SandboxConfig
     workspace: Path
     idle_s: float = 300.0
     max_sessions: int = 16
+    start_timeout: float = 180.0
+    max_list_pages: int = 100
+    max_tools: int = 5000
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -61,19 +73,24 @@ class Connection:
 
     def __init__(
         self,
+        name: str,
         spec: ServerSpec,
         settings: SessionSettings,
+        support: ChildSupport | None = None,
         *,
-        name: str = "",
         auth: Callable[[], httpx2.Auth | None] = lambda: None,
     ) -> None:
-        """`name` is the server's registered name (messages say how to sign in to it); `auth()` gives
-        what signs HTTP requests in (the server's stored OAuth tokens), when there are any."""
+        """`auth()` gives what signs HTTP requests in (the server's stored OAuth tokens), when there are any."""
+        self.name = name
         self.spec = spec
         self.settings = settings
-        self.name = name
+        self.support = support or ChildSupport()
         self.auth = auth
         self.children: list[Child] = []
+        self.launch: Launch | None = None  # the stdio child's sandboxed launch, once prepared
+        self.started = False  # the handshake completed: a timeout from here on is a call's
+        # The child printed only text that is not JSON-RPC (for a while, or until its stdout ended).
+        self.not_mcp = False
         self.statuses: list[int] = []
         self.challenged = False  # a 401 with a Bearer challenge came back
         self.requested: set[str] = set()  # every URL an HTTP request went to
@@ -110,19 +127,22 @@ class Connection:
         if self.oversized:
             too_large = f"The server sent a message over {MAX_MESSAGE_BYTES // _MIB} MiB; the session was closed."
             return BridgeError("protocol_error", too_large)
+        if child is not None and self.not_mcp:
+            return self._not_mcp(child)
         if child is not None and (code := child.exit_code) is not None:
             tail = child.stderr_tail()
+            said, extra = self._sandbox_says(child)
             last = f" Last stderr: {tail[-1]}" if tail else ""
             return BridgeError(
-                "child_exited", f"The server process exited with code {code}.{last}", exit_code=code, stderr_tail=tail
-            )
+                "child_exited", f"The server process exited with code {code}.{said}{last}",
+                exit_code=code, stderr_tail=tail, **extra,
+            )  # fmt: skip
         if (self.challenged and 401 in statuses) or any(isinstance(leaf, OAuthFlowError) for leaf in leaves):
             return self._sign_in_needed()
         if any(isinstance(leaf, TimeoutError | httpx2.TimeoutException) for leaf in leaves):
             if child is not None and child.never_spoke_mcp:
                 return self._not_mcp(child)
-            stopped = "; it was stopped" if child is not None else ""
-            return BridgeError("timeout", f"The server did not answer within {self.settings.timeout:g} s{stopped}.")
+            return self._timeout(child)
         if statuses and 300 <= statuses[-1] < 400 and self.redirect is not None:
             return self.redirect.error()
         bad = [status for status in statuses if status >= 400]
@@ -158,10 +178,36 @@ class Connection:
             command=command,
         )
 
+    def _sandbox_says(self, child: Child | None) -> tuple[str, dict[str, str]]:
+        """The sandbox's part in the failure: a sentence to append and a detail entry (or nothing)."""
+        if child is None:
+            return "", {}
+        note = sandbox_note(self.launch, self.support.proxy, child.process.returncode, child.stderr_tail())
+        if note is None:
+            return "", {}
+        return f" {note[0].upper()}{note[1:]}.", {"sandbox": note}
+
+    def _timeout(self, child: Child | None) -> BridgeError:
+        stopped = "; it was stopped" if child is not None else ""
+        said, extra = self._sandbox_says(child)
+        if not self.started:
+            return BridgeError(
+                "timeout",
+                f"The server did not start within {self.settings.start_timeout:g} s (MCP_START_TIMEOUT){stopped}.{said}",
+                **extra,
+            )
+        return BridgeError(
+            "timeout", f"The server did not answer within {self.settings.timeout:g} s (MCP_TIMEOUT){stopped}.{said}", **extra
+        )
+
     def _not_mcp(self, child: Child) -> BridgeError:
         if child.non_json_lines:
             lines = count(child.non_json_lines, "line")
             what = f"printed text that is not JSON-RPC ({lines}; first: {child.first_non_json!r})"
+            if (code := child.exit_code) is not None:
+                what += f", exited with code {code}"
+            elif self.not_mcp:
+                what += f", nothing else for {NOT_MCP_AFTER_S:g} s"
         else:
             what = f"answered only request ids the bridge never sent ({count(child.stray_responses, 'answer')})"
         return BridgeError(

@@ -11,7 +11,11 @@ Rules:
   call on it times out or fails at the transport level (a hung or dead child is never reused), and
   at shutdown; the next call opens a fresh one, so a dead child costs one error;
 - a server's tool list is fetched once per session and refreshed on
-  `notifications/tools/list_changed` or when a call names a tool the cache does not know;
+  `notifications/tools/list_changed` or when a call names a tool the cache does not know; one
+  listing holds at most `max_list_pages` pages and `max_tools` tools (a server whose `nextCursor`
+  never ends is a `protocol_error`, not a bridge out of memory);
+- opening a session (spawn or connect, then the handshake) is bounded by `start_timeout`, each
+  operation on an open one by `timeout`;
 - a server that keeps failing to start or connect is held back (`bridge.downstream.backoff`): calls get its
   last error at once until the hold passes; eviction (a re-registration) lifts the hold.
 """
@@ -38,12 +42,15 @@ from opentelemetry.trace import Span, SpanKind
 from bridge import __version__, telemetry
 from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import Connection, SessionSettings
+from bridge.downstream.stdio import ChildSupport
 from bridge.errors import BridgeError, unknown_tool
 from bridge.models import ServerSpec
 
 logger = logging.getLogger("mcp_bridge.sessions")
 
 CLIENT_INFO = types.Implementation(name="mcp-bridge", version=__version__)
+# Beside the page and tool counts: 100 pages of one 16 MiB tool each would still be 1.6 GB.
+MAX_LISTING_BYTES = 32 * 1024 * 1024
 T = TypeVar("T")
 
 
@@ -81,11 +88,13 @@ class Sessions:
         self,
         settings: SessionSettings,
         backoff: Backoff,
+        support: ChildSupport | None = None,
         auth_for: Callable[[str, ServerSpec], httpx2.Auth | None] = lambda name, spec: None,
     ) -> None:
         """`auth_for(name, spec)` signs a new session's HTTP requests in (stored OAuth tokens), or not."""
         self.settings = settings
         self.backoff = backoff
+        self.support = support or ChildSupport()
         self._auth_for = auth_for
         self._live: dict[str, _Live] = {}
         self._tg: TaskGroup | None = None
@@ -108,21 +117,21 @@ class Sessions:
         the session (the callers using it see their own errors).
         """
         started = False
-        opening = anyio.CancelScope(deadline=anyio.current_time() + self.settings.timeout)
+        opening = anyio.CancelScope(deadline=anyio.current_time() + self.settings.start_timeout)
         try:
             with opening:
+                # No SDK read timeout: the opening scope bounds the handshake, `_use` every call.
                 async with Client(
                     live.connection.transport(),
                     mode="auto",
                     client_info=CLIENT_INFO,
-                    read_timeout_seconds=self.settings.timeout,
                     cache=None,
                     message_handler=self._message_handler(live),
                 ) as client:
                     live.client = client
                     live.touch()
                     opening.deadline = math.inf
-                    started = True
+                    started = live.connection.started = True
                     task_status.started()
                     await self._hold(live)
                     live.stopping = True  # from here on, callers open a new session instead
@@ -230,16 +239,17 @@ class Sessions:
     async def _use_traced(self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]], span: Span) -> T:
         live: _Live | None = None
         # Used only if a new session must be opened.
-        connection = Connection(spec, self.settings, name=name, auth=lambda: self._auth_for(name, spec))
+        connection = Connection(name, spec, self.settings, self.support, auth=lambda: self._auth_for(name, spec))
         try:
-            with anyio.fail_after(self.settings.timeout):
+            with anyio.fail_after(self.settings.start_timeout):
                 live = await self._acquire(name, connection)
-                span.set_attribute(telemetry.SESSION, "started" if live.connection is connection else "reused")
-                try:
-                    assert live.client is not None
+            span.set_attribute(telemetry.SESSION, "started" if live.connection is connection else "reused")
+            try:
+                assert live.client is not None
+                with anyio.fail_after(self.settings.timeout):
                     return await op(live, live.client)
-                finally:
-                    self._release(live)
+            finally:
+                self._release(live)
         except BridgeError:
             raise
         except Exception as exc:
@@ -257,14 +267,30 @@ class Sessions:
 
     async def _tools(self, live: _Live, client: Client, *, refresh: bool = False) -> dict[str, types.Tool]:
         if live.tools is None or refresh:
+            pages, most = self.settings.max_list_pages, self.settings.max_tools
             tools: list[types.Tool] = []
+            held = 0
             cursor: str | None = None
-            while True:
+            for _ in range(pages):
                 page = await client.list_tools(cursor=cursor)
                 tools.extend(page.tools)
+                held += sum(len(tool.model_dump_json()) for tool in page.tools)
+                if len(tools) > most:
+                    raise BridgeError(
+                        "protocol_error", f"The server listed over {most} tools; the bridge holds at most MCP_MAX_TOOLS={most}."
+                    )
+                if held > MAX_LISTING_BYTES:
+                    raise BridgeError(
+                        "protocol_error", f"The server's tool definitions exceed {MAX_LISTING_BYTES >> 20} MiB in all."
+                    )
                 cursor = page.next_cursor
                 if not cursor:
                     break
+            else:
+                raise BridgeError(
+                    "protocol_error",
+                    f"The server's tool list did not end after {pages} pages (MCP_MAX_LIST_PAGES); it kept sending nextCursor.",
+                )
             live.tools = {tool.name: tool for tool in tools}
         return live.tools
 

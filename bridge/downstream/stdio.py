@@ -5,15 +5,22 @@ the SDK keeps private: the child's exit code and the last lines of its stderr (f
 `child_exited`), a cap on one stdout message (a flood cannot exhaust memory), whether the child
 ever answered a request (a program that is not an MCP server is a `protocol_error`, not a
 `timeout`), and an immediate kill of the whole process group when a call is cancelled or times out.
+
+A child that prints only text that is not JSON-RPC is no MCP server: once it has done so for
+`NOT_MCP_AFTER_S` without a single JSON-RPC message, or as soon as its stdout ends, the session is
+closed and the caller gets that text quoted, instead of waiting for the start timeout.
+
+The launch comes from `sandbox.prepare_launch`; `finish_launch` always follows the child's end
+(placeholders, cgroup, temp dirs), and a `.git` the child created under a writable root, which
+mounts cannot prevent, is logged and handed to `ChildSupport.on_new_repositories`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +35,18 @@ from bridge.downstream.framing import MAX_MESSAGE_BYTES, LineFramer, LineTooLong
 from bridge.errors import BridgeError
 from bridge.internals import TransportStreams
 from bridge.models import StdioServerSpec
-from sandbox import CommandNotFound, SandboxUnavailable, prepare_launch
+from sandbox import (
+    CommandNotFound,
+    FilteringProxy,
+    Launch,
+    Plan,
+    SandboxConfig,
+    SandboxUnavailable,
+    finish_launch,
+    new_repositories,
+    plan_launch,
+    prepare_launch,
+)
 
 if TYPE_CHECKING:
     from bridge.downstream.connection import Connection
@@ -39,7 +57,22 @@ STDERR_TAIL_BYTES = 4096
 STDERR_TAIL_LINES = 10
 CLOSE_GRACE_S = 2.0
 TERM_GRACE_S = 1.0
+NOT_MCP_AFTER_S = 2.0
 _POLL_S = 0.01
+
+
+@dataclass(frozen=True)
+class ChildSupport:
+    """What stdio children need from the bridge besides settings.
+
+    `proxy`: the filtering proxy a registry-only or host-list child reaches the network through.
+    `home_key`: the private home's key for a server name (its registry layer decides).
+    `on_new_repositories`: told of the `.git` entries a child created during its session.
+    """
+
+    proxy: FilteringProxy | None = None
+    home_key: Callable[[str], str] = lambda name: name
+    on_new_repositories: Callable[[str, tuple[Path, ...]], None] = lambda name, paths: None
 
 
 @dataclass
@@ -54,6 +87,7 @@ class Child:
     non_json_lines: int = 0  # stdout lines that are not JSON-RPC
     first_non_json: str = ""
     stray_responses: int = 0  # responses to ids the bridge never sent
+    json_messages: int = 0  # JSON-RPC messages of any kind it wrote
 
     def feed_stderr(self, chunk: bytes) -> None:
         self._tail += chunk
@@ -127,34 +161,69 @@ def _parse_line(line: bytes) -> SessionMessage | None:
         return None
 
 
+def _launch_arguments(spec: StdioServerSpec, sandbox: SandboxConfig, workspace: Path, home_key: str) -> dict[str, object]:
+    """What `prepare_launch` and `plan_launch` are given for one server: the same, always."""
+    return {
+        "cwd": Path(spec.cwd) if spec.cwd else workspace,
+        "server_env": dict(spec.env),
+        "network": spec.network,
+        "write_paths": spec.write_paths,
+        "config": sandbox,
+        "server_name": home_key,
+        "read_paths": spec.read_paths,
+        "git_write_paths": spec.git_write_paths,
+    }
+
+
+def plan_child(spec: StdioServerSpec, sandbox: SandboxConfig, workspace: Path, home_key: str) -> Plan:
+    """The launch a spawn would make, creating nothing (add time, `servers show`); raises as a spawn would."""
+    return plan_launch(spec.command, list(spec.args), **_launch_arguments(spec, sandbox, workspace, home_key))  # type: ignore[arg-type]
+
+
+def launch_refusal(exc: SandboxUnavailable | CommandNotFound, command: str) -> BridgeError:
+    """Why a launch was refused before any spawn: `spawn_failed`, never retryable (nothing changes by retrying)."""
+    if isinstance(exc, SandboxUnavailable):
+        return BridgeError("spawn_failed", f"Cannot start a sandboxed stdio server: {exc}")
+    return BridgeError("spawn_failed", f"Cannot start the stdio server: {exc}", command=command)
+
+
 @asynccontextmanager
 async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> AsyncIterator[TransportStreams]:
-    settings = connection.settings
+    settings, support = connection.settings, connection.support
+    home_key = support.home_key(connection.name)
     try:
         launch = prepare_launch(
-            spec.command,
-            list(spec.args),
-            cwd=Path(spec.cwd) if spec.cwd else settings.workspace,
-            server_env=dict(spec.env),
-            network=spec.network,
-            write_paths=spec.write_paths,
-            config=settings.sandbox,
+            spec.command, list(spec.args), **_launch_arguments(spec, settings.sandbox, settings.workspace, home_key)  # type: ignore[arg-type]
         )
-    except SandboxUnavailable as exc:
-        raise BridgeError("spawn_failed", f"Cannot start a sandboxed stdio server: {exc}") from None
-    except CommandNotFound as exc:
-        raise BridgeError("spawn_failed", f"Cannot start the stdio server: {exc}", command=spec.command) from None
+    except (SandboxUnavailable, CommandNotFound) as exc:
+        raise launch_refusal(exc, spec.command) from None
+    connection.launch = launch
     try:
+        if launch.proxy is not None:
+            if support.proxy is None:
+                raise BridgeError("spawn_failed", "This server's network goes through the bridge's proxy, which is not running.")
+            await support.proxy.listen(launch.proxy)
         process = await anyio.open_process(
             [launch.command, *launch.args], env=launch.env, cwd=launch.cwd, start_new_session=True
         )
     except OSError as exc:
+        _finish(connection, launch)
         raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
+    except BaseException:
+        _finish(connection, launch)
+        raise
     child = Child(process=process, command=spec.command)
     connection.children.append(child)
     sent: set[types.RequestId] = set()  # ids of requests awaiting the child's answer
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def give_up_on_text() -> None:
+        """Text and nothing else for a while: not an MCP server (ends the session, see `not_mcp`)."""
+        await anyio.sleep(NOT_MCP_AFTER_S)
+        if not child.json_messages:
+            connection.not_mcp = True
+            read_send.close()
 
     async def pump_stdout() -> None:
         assert process.stdout is not None
@@ -172,8 +241,11 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
                             continue
                         message = _parse_line(line)
                         if message is None:
+                            if not child.non_json_lines and not child.json_messages:
+                                tg.start_soon(give_up_on_text)
                             child.note_non_json(line)
                             continue
+                        child.json_messages += 1
                         if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
                             if message.message.id in sent:
                                 sent.discard(message.message.id)
@@ -181,6 +253,10 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
                             else:
                                 child.stray_responses += 1
                         await read_send.send(message)
+                if (rest := framer.rest()).strip() and _parse_line(rest) is None:
+                    child.note_non_json(rest)  # a last line without its newline
+            if not child.json_messages and child.non_json_lines:
+                connection.not_mcp = True  # stdout ended (the child exited) having said only text
 
     async def pump_stdin() -> None:
         assert process.stdin is not None
@@ -208,6 +284,19 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
         finally:
             with anyio.CancelScope(shield=True):
                 await child.stop(graceful=graceful)
-                for path in launch.cleanup_paths:
-                    shutil.rmtree(path, ignore_errors=True)
+                _finish(connection, launch)
             tg.cancel_scope.cancel()
+
+
+def _finish(connection: Connection, launch: Launch) -> None:
+    """Undo what the launch left on disk, and report any `.git` the child created (never prevented)."""
+    try:
+        created = new_repositories(launch)
+    finally:
+        finish_launch(launch)
+    if created:
+        logger.warning(
+            "stdio server %s created git repositories the host may trust: %s (review them before running git there)",
+            connection.name, ", ".join(map(str, created)),
+        )  # fmt: skip
+        connection.support.on_new_repositories(connection.name, created)

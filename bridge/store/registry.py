@@ -7,8 +7,8 @@
   listing never takes the bridge down. When the canonical file is missing, the entries of the
   legacy file (`<workspace>/tool_mcp/servers.json`, read once at start) stand in; the next write
   goes to the canonical file only.
-- Only the developer's config may widen a child's sandbox: a file entry carrying `env`, `network` or
-  `write_paths` makes the file unreadable (a file can be planted; source code cannot).
+- Only the developer's config may widen a child's sandbox: a file entry carrying a developer-only field
+  (`env`, `network`, `read_paths`, `write_paths`, `git_write_paths`, `tools`) makes the file unreadable (a file can be planted; source code cannot).
 - The file also keeps each server's drift baseline (`bridge.tools.drift`), shared by every bridge process
   and dropped when the server is added again or removed.
 - Writes are strict (`bridge.store.json_file`): exclusive lock, re-read under it, refuse a file we
@@ -34,7 +34,6 @@ from pydantic import TypeAdapter, ValidationError
 from bridge.errors import BridgeError, describe_validation, not_found
 from bridge.models import (
     NAME_PATTERN,
-    HttpServerSpec,
     Origin,
     ServerSpec,
     StdioServerSpec,
@@ -100,13 +99,11 @@ def _parse(data: Any, where: Path) -> _Content:
             spec = _SPEC.validate_python(raw)
         except ValidationError as exc:
             raise Unreadable(f"{where}: entry {name!r} is invalid: {exc.errors()[0]['msg']}") from None
-        if spec.tools is not None or (
-            isinstance(spec, StdioServerSpec) and (spec.env or spec.network or spec.write_paths)
-        ) or (isinstance(spec, HttpServerSpec) and spec.oauth is not None):
+        widened = spec.developer_only_fields()
+        if spec.tools is not None or widened:
             # Only the developer's config may widen a child's sandbox or set a tool policy; a file can be planted.
-            raise Unreadable(
-                f"{where}: entry {name!r} carries developer-only fields (env, network, write_paths, tools, oauth)"
-            )
+            fields = ", ".join([*widened, *(["tools"] if spec.tools is not None else [])])
+            raise Unreadable(f"{where}: entry {name!r} carries developer-only fields ({fields})")
         entries[name] = spec
     baselines: dict[str, Baseline] = {}
     raw_baselines = data.get("baselines", {})

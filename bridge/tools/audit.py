@@ -32,7 +32,8 @@ LOCK_TIMEOUT_S = 5.0
 
 
 class AuditEntry(BaseModel):
-    """One tool call. `outcome` is "ok" or the error code."""
+    """One tool call (`outcome`: "ok" or the error code), or one thing the sandbox saw at a
+    session's end (`caller` "sandbox", e.g. a `new_git_repository` at `path`)."""
 
     time: datetime
     call_id: str
@@ -43,6 +44,7 @@ class AuditEntry(BaseModel):
     argument_bytes: int = 0
     duration_ms: float
     outcome: str
+    path: str | None = Field(None, description="A host path the entry is about (a .git a child created).")
 
 
 class AuditLog:

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import anyio.to_thread
 import httpx2
@@ -30,6 +31,7 @@ from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import SessionSettings
 from bridge.downstream.pool import Sessions
 from bridge.downstream.runtime import Runtime
+from bridge.downstream.stdio import ChildSupport, launch_refusal, plan_child
 from bridge.errors import BridgeError, ErrorResult, unknown_tool
 from bridge.internals import StoredOAuth
 from bridge.models import (
@@ -43,7 +45,7 @@ from bridge.models import (
     StdioServerSpec,
     ToolPolicy,
 )
-from bridge.settings import Settings, workspace_problem
+from bridge.settings import Settings, config_path, workspace_problem
 from bridge.store.registry import Registry, parse_config_servers
 from bridge.store.tokens import ServerTokens
 from bridge.tools import output, policy, secrets, validation
@@ -52,7 +54,15 @@ from bridge.tools.drift import DriftGuard
 from bridge.tools.gates import require_dynamic, require_transport
 from bridge.tools.oauth import oauth_client_metadata
 from bridge.tools.sync import SyncFaces
-from sandbox import SandboxConfig, probe
+from sandbox import (
+    CommandNotFound,
+    FilteringProxy,
+    Plan,
+    SandboxConfig,
+    SandboxUnavailable,
+    probe,
+    remove_home,
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,10 @@ def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
     else:
         target = shlex.join([spec.command, *spec.args])
     return ServerInfo(name=name, transport=spec.transport, origin=origin, target=target)
+
+
+def _command_line(spec: StdioServerSpec) -> tuple[str, ...]:
+    return (spec.command, *spec.args)
 
 
 def _audited_name(value: object) -> str | None:
@@ -119,30 +133,41 @@ class Bridge(SyncFaces):
         )
         if create_registry:
             self.registry.ensure_canonical()
-        sandbox = SandboxConfig(
+        config_file = config_path(os.environ)
+        self.sandbox = SandboxConfig(
             backend=settings.sandbox,
             workspace=settings.workspace,
             state_dir=settings.state_dir,
             network=settings.sandbox_network,
             child_env_prefixes=settings.child_env_prefixes,
-            secret_paths=(settings.legacy_registry_path,),
+            # The developer's config file may hold tokens; the legacy registry, header secrets.
+            secret_paths=(settings.legacy_registry_path, *((config_file,) if config_file else ())),
+            homes_dir=settings.homes_dir,
+            proxy_dir=settings.proxy_dir,
+            limits=settings.limits,
+            pids_cgroup=settings.sandbox_pids_cgroup,
         )
+        self.proxy = FilteringProxy()
         self.sessions = Sessions(
             SessionSettings(
                 timeout=settings.timeout,
-                sandbox=sandbox,
+                sandbox=self.sandbox,
                 workspace=settings.workspace,
                 idle_s=settings.session_idle_s,
                 max_sessions=settings.max_sessions,
+                start_timeout=settings.start_timeout,
+                max_list_pages=settings.max_list_pages,
+                max_tools=settings.max_tools,
             ),
             Backoff(after=settings.backoff_after, max_s=settings.backoff_max_s, clock=time.monotonic),
+            ChildSupport(proxy=self.proxy, home_key=self.home_key, on_new_repositories=self._new_repositories),
             auth_for=self._signed_in,
         )
         # Probed once, now, off the loop that will serve the host; None when stdio children can start.
-        self.sandbox_problem = probe(sandbox) if "stdio" in settings.allowed_transports else None
+        self.sandbox_problem = probe(self.sandbox) if "stdio" in settings.allowed_transports else None
         self.audit = AuditLog(settings.audit_dir, max_bytes=settings.audit_max_bytes, backups=settings.audit_backups)
         self.drift = DriftGuard(self.registry)
-        self.runtime = Runtime(services=[self.sessions.serve])
+        self.runtime = Runtime(services=[self.sessions.serve, self.proxy.serve])
 
     def close(self) -> None:
         self.runtime.close()
@@ -155,6 +180,41 @@ class Bridge(SyncFaces):
         """
         name, spec = self.resolve(server)
         return self.runtime.run(lambda: self.sessions.list_tools(name, spec))
+
+    def home_key(self, name: str) -> str:
+        """The private home's key: the name for the developer's entry, `<name>.dynamic` for an added
+        one (a dot no server name holds), so a shadowing entry never sees the config server's home."""
+        origin = self.registry.merged().get(name, (None, "config"))[1]
+        return name if origin == "config" else f"{name}.dynamic"
+
+    def plan(self, name: str, spec: StdioServerSpec) -> Plan:
+        """The sandboxed launch a spawn of `spec` as `name` would make (nothing is created)."""
+        return plan_child(spec, self.sandbox, self.settings.workspace, self.home_key(name))
+
+    def _new_repositories(self, name: str, paths: tuple[Path, ...]) -> None:
+        """Mounts cannot stop a `git init` below a writable root: each one the child left is audited."""
+        for path in paths:
+            self.audit.record(
+                AuditEntry(
+                    time=datetime.now(UTC), call_id=uuid.uuid4().hex, caller="sandbox", tool="session_end",
+                    server=name, duration_ms=0, outcome="new_git_repository", path=str(path),
+                )  # fmt: skip
+            )
+
+    def _refuse_unrunnable(self, name: str, spec: StdioServerSpec) -> None:
+        """What can be known at add time is refused then: a command the sandbox cannot start."""
+        try:
+            plan = plan_child(spec, self.sandbox, self.settings.workspace, f"{name}.dynamic")
+        except CommandNotFound as exc:
+            raise launch_refusal(exc, spec.command) from None
+        except SandboxUnavailable:
+            return  # the machine's, not the entry's: said at start and at every spawn
+        if plan.problem is not None:
+            raise BridgeError("spawn_failed", f"Cannot start the stdio server: {plan.problem}", command=spec.command)
+
+    def _drop_home(self, name: str) -> None:
+        """Remove an added server's private home (its caches, and whatever it wrote there)."""
+        remove_home(self.settings.homes_dir, f"{name}.dynamic")
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -309,9 +369,14 @@ class Bridge(SyncFaces):
             require_transport(self.settings, spec)
             if isinstance(spec, HttpServerSpec):  # an unresolvable reference is refused now, not at connect
                 secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ)
+            else:  # the plan scans the workspace: off the event loop
+                await anyio.to_thread.run_sync(self._refuse_unrunnable, checked, spec)
+            before = self.registry.dynamic().get(checked)
             # The lock may be held by another bridge process: wait for it off the event loop.
             replaced = await anyio.to_thread.run_sync(self.registry.add, checked, spec)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
+            if isinstance(before, StdioServerSpec) and _command_line(before) != _command_line(spec):
+                await anyio.to_thread.run_sync(self._drop_home, checked)  # another program: a fresh home
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
@@ -327,6 +392,7 @@ class Bridge(SyncFaces):
             spec = self.registry.dynamic().get(checked)
             restored = await anyio.to_thread.run_sync(self.registry.remove, checked)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
+            await anyio.to_thread.run_sync(self._drop_home, checked)
             if isinstance(spec, HttpServerSpec):  # a removed server's sign-in is forgotten with it
                 self.tokens(checked, spec).forget()
             text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")

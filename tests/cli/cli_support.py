@@ -43,6 +43,11 @@ class CliDirs:
         return self.base / "state"
 
     @property
+    def homes(self) -> Path:
+        """The servers' private homes (`MCP_HOMES_DIR`), apart from every other test's."""
+        return self.base / "homes"
+
+    @property
     def config(self) -> Path:
         """The developer's config file the CLI reads (`MCP_CONFIG`)."""
         return self.base / "config.py"

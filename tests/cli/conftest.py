@@ -25,6 +25,7 @@ def cli_dirs(monkeypatch: pytest.MonkeyPatch) -> Iterator[CliDirs]:
     dirs.workspace.mkdir()
     monkeypatch.setenv("MCP_WORKSPACE", str(dirs.workspace))
     monkeypatch.setenv("MCP_STATE_DIR", str(dirs.state))
+    monkeypatch.setenv("MCP_HOMES_DIR", str(dirs.homes))
     monkeypatch.setenv("MCP_TIMEOUT", "30")
     monkeypatch.setenv("MCP_CONFIG", str(dirs.config))
     dirs.provision({})

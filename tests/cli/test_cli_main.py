@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import typing
 
@@ -91,3 +92,32 @@ def test_serve_help_is_the_server_s_own(cli_dirs: CliDirs) -> None:
     ran = run_script("serve", "--help", env={"PATH": os.environ["PATH"]})
     assert ran.code == 0
     assert "--transport {stdio,http}" in ran.out and "--port PORT" in ran.out
+
+
+@pytest.mark.parametrize("plant", ["fifo", "symlink-to-dev-zero"])
+def test_a_plant_at_the_old_registry_path_neither_hangs_nor_crashes_any_later_command(cli_dirs: CliDirs, plant: str) -> None:
+    """A child may write `<workspace>/tool_mcp/servers.json`; every start reads it until the canonical
+    file exists, and the canonical file is not created over a plant, so each command meets it."""
+    legacy = cli_dirs.workspace / "tool_mcp" / "servers.json"
+    legacy.parent.mkdir()
+    if plant == "fifo":
+        os.mkfifo(legacy)
+    else:
+        legacy.symlink_to("/dev/zero")
+    env = host_env({"MCP_WORKSPACE": str(cli_dirs.workspace), "MCP_STATE_DIR": str(cli_dirs.state)})
+    for _ in range(2):  # the first command and a later one: neither adopts nor blocks on it
+        listed = run_script("servers", "list", env=env)
+        assert listed.code == 0, listed.err
+        assert "cannot be read" in listed.err and ("not a regular file" in listed.err or "safely" in listed.err)
+    assert not cli_dirs.registry.exists()
+
+
+def test_a_regular_file_at_the_old_registry_path_is_adopted_by_the_first_command(cli_dirs: CliDirs) -> None:
+    """Positive twin of the plants: a real legacy registry is read (once) and listed."""
+    legacy = cli_dirs.workspace / "tool_mcp" / "servers.json"
+    legacy.parent.mkdir()
+    legacy.write_text(json.dumps({"servers": {"old": {"transport": "http", "url": "https://example.com/mcp"}}}))
+    env = host_env({"MCP_WORKSPACE": str(cli_dirs.workspace), "MCP_STATE_DIR": str(cli_dirs.state)})
+    listed = run_script("servers", "list", "--json", env=env)
+    assert [server["name"] for server in json.loads(listed.out)] == ["old"]
+    assert "old" in cli_dirs.registry_entries()

@@ -192,3 +192,22 @@ def test_what_the_bridge_tells_a_model_to_do_reads_as_a_command_in_the_cli(cli: 
     ran = cli("servers", "show", "nope")
     assert ran.code == 3
     assert "Run `mcp-bridge servers list` to see them." in ran.err and "mcp_list_tools" not in ran.err
+
+
+def test_show_gives_a_stdio_server_s_sandbox_as_a_spawn_would_make_it(cli: RunCli, cli_dirs: CliDirs) -> None:
+    assert cli("servers", "add", "echo", "--", sys.executable, fixture_path("echo")).code == 0
+    sandbox = cli("servers", "show", "echo", "--json").json()["sandbox"]
+    assert sandbox["program"] == sys.executable and sandbox["network"] == "deny" and sandbox["allowed_hosts"] == []
+    assert sandbox["home"].endswith("/echo.dynamic") and str(cli_dirs.workspace) in sandbox["writable"]
+    assert sandbox["problem"] is None
+    assert not Path(sandbox["home"]).exists()  # shown, not created
+    text = cli("servers", "show", "echo").out
+    assert "sandbox:\n" in text and f"  home: {sandbox['home']}\n" in text
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/npx"), reason="npx is not installed")
+def test_show_gives_a_package_launcher_registry_only_network(cli: RunCli) -> None:
+    assert cli("servers", "add", "fs", "--", "/usr/bin/npx", "-y", "@modelcontextprotocol/server-filesystem", ".").code == 0
+    sandbox = cli("servers", "show", "fs", "--json").json()["sandbox"]
+    assert sandbox["network"] == "registry"
+    assert {"registry.npmjs.org", "pypi.org"} <= set(sandbox["allowed_hosts"])

@@ -1,5 +1,6 @@
 """Hostile stdio children, as a matrix: each real, sandboxed fixture child misbehaves one way, and the
-call must end with the right code within MCP_TIMEOUT plus a grace, leaving no process behind.
+call must end with the right code within MCP_TIMEOUT (MCP_START_TIMEOUT is set to the same here) plus
+a grace, leaving no process behind.
 
 Processes are counted twice: every living descendant of this test process (the sandbox, the child
 and whatever it forked), and every process carrying the row's marker argument (which also finds a
@@ -54,7 +55,7 @@ class Child:
 CAT = shutil.which("cat") or "/bin/cat"
 
 MATRIX = {
-    "hangs-and-ignores-sigterm": Child(("hang",), "timeout", "answer within"),
+    "hangs-and-ignores-sigterm": Child(("hang",), "timeout", "did not start within 3 s (MCP_START_TIMEOUT)"),
     "crashes-during-initialize": Child(
         ("hostile_stdio", "crash-in-initialize"), "child_exited", "crashed while initializing"
     ),
@@ -65,7 +66,7 @@ MATRIX = {
     "echoes-every-request-back": Child((CAT, "-"), "protocol_error", marked=False),
     "sends-a-20-mb-result": Child(("hostile_stdio", "huge"), "protocol_error", "over 16 MiB", tool="huge"),
     "floods-stderr-without-end": Child(("hostile_stdio", "stderr-flood"), None),
-    "forks-a-sigterm-deaf-grandchild-and-hangs": Child(("forking",), "timeout", "answer within"),
+    "forks-a-sigterm-deaf-grandchild-and-hangs": Child(("forking",), "timeout", "did not start within 3 s (MCP_START_TIMEOUT)"),
     "forks-an-escaping-grandchild-and-exits": Child(
         ("hostile_stdio", "fork-and-exit"), "child_exited", "code 5. Last stderr: fork-and-exit: grandchild started"
     ),
@@ -76,7 +77,7 @@ MATRIX = {
 def test_a_hostile_child_gets_its_code_in_bounded_time_and_leaves_no_process(
     make_bridge: MakeBridge, marker: str, child: Child
 ) -> None:
-    bridge = make_bridge(timeout=TIMEOUT_S)
+    bridge = make_bridge(timeout=TIMEOUT_S, start_timeout=TIMEOUT_S)
     command, args_json = child.args(marker)
     ok(bridge.add_server("hostile", command=command, args_json=args_json))
     before = descendants(os.getpid())
@@ -98,7 +99,7 @@ def test_a_hostile_child_gets_its_code_in_bounded_time_and_leaves_no_process(
 
 def test_a_child_the_bridge_had_to_kill_is_not_reported_as_exited(make_bridge: MakeBridge, marker: str) -> None:
     """The child is killed because its answer is not MCP; its -9 is the bridge's doing, not a crash."""
-    bridge = make_bridge(timeout=TIMEOUT_S)
+    bridge = make_bridge(timeout=TIMEOUT_S, start_timeout=TIMEOUT_S)
     command, args_json = MATRIX["answers-with-the-wrong-shape"].args(marker)
     ok(bridge.add_server("shapeless", command=command, args_json=args_json))
     data = error(bridge.list_tools("shapeless"), "protocol_error")
@@ -107,7 +108,7 @@ def test_a_child_the_bridge_had_to_kill_is_not_reported_as_exited(make_bridge: M
 
 
 def test_an_oversized_answer_kills_the_child_and_the_next_call_gets_a_fresh_one(make_bridge: MakeBridge, marker: str) -> None:
-    bridge = make_bridge(timeout=TIMEOUT_S)
+    bridge = make_bridge(timeout=TIMEOUT_S, start_timeout=TIMEOUT_S)
     command, args_json = MATRIX["sends-a-20-mb-result"].args(marker)
     ok(bridge.add_server("big", command=command, args_json=args_json))
     assert ok(bridge.call_tool("big", "echo", '{"text": "warm"}')).text == "handshake-era: warm"

@@ -43,7 +43,7 @@ class Server:
 
 MATRIX = {
     "connection-refused": Server("refused", "/mcp", "connect_failed", "Cannot connect"),
-    "never-answers-headers": Server("hostile", "/silent", "timeout", "answer within"),
+    "never-answers-headers": Server("hostile", "/silent", "timeout", "did not start within 3 s (MCP_START_TIMEOUT)"),
     "401": Server("errors", "/status/401", "http_error", "HTTP 401"),
     "403": Server("errors", "/status/403", "http_error", "HTTP 403"),
     "404": Server("errors", "/status/404", "http_error", "HTTP 404"),
@@ -77,7 +77,7 @@ def test_a_hostile_http_server_gets_its_code_in_bounded_time_and_never_sees_its_
     make_bridge: MakeBridge, bases: dict[str, str], server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    bridge = make_bridge(timeout=TIMEOUT_S)
+    bridge = make_bridge(timeout=TIMEOUT_S, start_timeout=TIMEOUT_S)
     ok(bridge.add_server("hostile", url=bases[server.fixture] + server.path, headers_json=json.dumps(HEADERS)))
 
     reply, elapsed = timed(lambda: bridge.call_tool("hostile", "echo", '{"text": "hi"}'))
@@ -92,7 +92,7 @@ def test_a_hostile_http_server_gets_its_code_in_bounded_time_and_never_sees_its_
 
 
 def test_a_redirect_elsewhere_names_the_target_without_its_query(make_bridge: MakeBridge, bases: dict[str, str]) -> None:
-    bridge = make_bridge(timeout=TIMEOUT_S)
+    bridge = make_bridge(timeout=TIMEOUT_S, start_timeout=TIMEOUT_S)
     ok(bridge.add_server("moved", url=bases["hostile"] + "/elsewhere"))
     data = error(bridge.list_tools("moved"), "http_error")
     assert data.detail == {"status": 307, "redirect_loop": False}

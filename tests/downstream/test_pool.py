@@ -16,6 +16,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ def make_bridge(dirs: tuple[Path, Path]) -> Iterator[Any]:
 
     def make(**settings: Any) -> Bridge:
         workspace, state = dirs
-        bridge = Bridge(Settings(workspace=workspace, state_dir=state, **settings), {})
+        bridge = Bridge(Settings(workspace=workspace, state_dir=state, homes_dir=state.parent / "homes", **settings), {})
         made.append(bridge)
         return bridge
 
@@ -123,7 +124,8 @@ def test_a_dead_child_costs_one_error_and_is_replaced_on_the_next_call(make_brid
     marker = add(bridge, "a")
     echo(bridge, "a")
     for pid in pids_with_marker(marker):
-        os.kill(pid, signal.SIGKILL)
+        with suppress(ProcessLookupError):  # the sandbox's inner processes die with its outer one
+            os.kill(pid, signal.SIGKILL)
     failed = echo(bridge, "a")
     assert failed.is_error and failed.data.code == "child_exited", failed.text  # type: ignore[attr-defined]
     assert echo(bridge, "a", "back").text == "back"
@@ -163,7 +165,7 @@ def test_a_slow_call_does_not_block_other_calls_to_the_same_server(make_bridge: 
 
 
 def test_a_hung_server_delays_no_other_server(make_bridge: Any) -> None:
-    bridge = make_bridge(timeout=8)
+    bridge = make_bridge(timeout=8, start_timeout=8)
     add(bridge, "hung", "hang")
     add(bridge, "a")
     hung, result = _in_thread(lambda: bridge.call_tool("hung", "anything", "{}"))

@@ -38,7 +38,7 @@ def dirs() -> Iterator[dict[str, str]]:
     """Workspace and state dir outside /tmp, which the sandbox replaces with a private tmpfs."""
     base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="bridge-e2e-"))
     (base / "ws").mkdir()
-    yield {"MCP_WORKSPACE": str(base / "ws"), "MCP_STATE_DIR": str(base / "state")}
+    yield {"MCP_WORKSPACE": str(base / "ws"), "MCP_STATE_DIR": str(base / "state"), "MCP_HOMES_DIR": str(base / "homes")}
     shutil.rmtree(base, ignore_errors=True)
 
 

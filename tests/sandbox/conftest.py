@@ -19,6 +19,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "bwrap: needs a working bubblewrap (REQUIRE_SANDBOX=1: fail, not skip)"
     )
+    config.addinivalue_line("markers", "registry: downloads real packages from npm and PyPI")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -49,3 +50,4 @@ def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
         yield Box(root=root, home=home, ws=ws, state=state, python=visible_python())
     finally:
         shutil.rmtree(root)
+        shutil.rmtree(f"/tmp/mcp-box-{root.name[-8:]}", ignore_errors=True)

@@ -12,12 +12,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 from mcp.client.stdio import get_default_environment
 
-from sandbox import Launch, SandboxConfig, prepare_launch
+from sandbox import Launch, SandboxConfig, finish_launch, prepare_launch
+from sandbox.network import NetworkSetting
 from sandbox.probe import locate_bwrap, probe_bubblewrap
 
 HERE = Path(__file__).resolve().parent
@@ -58,9 +59,14 @@ class Box:
     state: Path
     python: str
 
+    @property
+    def homes(self) -> Path:
+        return self.root / "homes"
+
     def config(self, **changes: Any) -> SandboxConfig:
         values: dict[str, Any] = dict(
-            backend="bubblewrap", workspace=self.ws, state_dir=self.state, network="deny"
+            backend="bubblewrap", workspace=self.ws, state_dir=self.state, network="deny",
+            homes_dir=self.homes, proxy_dir=Path(f"/tmp/mcp-box-{self.root.name[-8:]}"),
         )
         return SandboxConfig(**(values | changes))
 
@@ -69,34 +75,45 @@ class Box:
         command: str,
         args: list[str],
         *,
-        server_network: Literal["deny", "allow"] | None = None,
+        server_network: NetworkSetting | None = None,
         server_env: dict[str, str] | None = None,
         write_paths: tuple[str, ...] = (),
+        read_paths: tuple[str, ...] = (),
+        git_write_paths: tuple[str, ...] = (),
+        server_name: str = "box-server",
+        cwd: Path | None = None,
         **config: Any,
     ) -> Launch:
-        """`server_*` and `write_paths` are the per-server settings; the rest changes the config."""
+        """`server_*` and `*_paths` are the per-server settings; the rest changes the config."""
         return prepare_launch(
             command,
             args,
-            cwd=self.ws,
+            cwd=cwd or self.ws,
             server_env=server_env or {},
             network=server_network,
             write_paths=write_paths,
             config=self.config(**config),
+            server_name=server_name,
+            read_paths=read_paths,
+            git_write_paths=git_write_paths,
         )
 
-    def run(self, launch: Launch, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        """Spawn the way the MCP SDK does: its default env merged under ours."""
-        return subprocess.run(
-            [launch.command, *launch.args],
-            env=get_default_environment() | launch.env,
-            cwd=launch.cwd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+    def run(self, launch: Launch, timeout: float = 30, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Spawn the way the MCP SDK does (its default env merged under ours), then finish."""
+        try:
+            return subprocess.run(
+                [launch.command, *launch.args],
+                env=get_default_environment() | launch.env,
+                cwd=launch.cwd,
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        finally:
+            finish_launch(launch)
 
     def probe(self, action: str, *args: str, **launch_kw: Any) -> dict[str, Any]:
         """Run one `child_probe.py` action in the sandbox; returns its {"ok", "detail"} line."""

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from sandbox_box import CHILD_PROBE, SECRET, Box
 
+from sandbox import finish_launch
+
 pytestmark = pytest.mark.bwrap
 
 # --- writes ---------------------------------------------------------------------------------------
@@ -43,9 +45,15 @@ def test_write_to_etc_fails_without_host_side_effect(box: Box) -> None:
     assert not target.exists()
 
 
-def test_write_into_git_objects_succeeds(box: Box) -> None:
+def test_write_into_git_objects_fails_the_whole_git_dir_is_read_only(box: Box) -> None:
     target = box.ws / ".git" / "objects" / "blob"
-    assert box.probe("write", str(target))["ok"]
+    assert not box.probe("write", str(target))["ok"]
+    assert not target.exists()
+
+
+def test_write_into_git_objects_succeeds_for_a_git_write_path(box: Box) -> None:
+    target = box.ws / ".git" / "objects" / "blob"
+    assert box.probe("write", str(target), git_write_paths=(str(box.ws),))["ok"]
     assert target.exists()
 
 
@@ -80,8 +88,13 @@ def test_write_into_masked_secret_dir_fails(box: Box) -> None:
 # --- reads ----------------------------------------------------------------------------------------
 
 
-def test_read_public_file_in_home_succeeds(box: Box) -> None:
-    assert box.probe("read", str(box.home / "public.txt")) == {"ok": True, "detail": "public\n"}
+def test_real_home_is_hidden_even_its_public_files(box: Box) -> None:
+    assert not box.probe("read", str(box.home / "public.txt"))["ok"]
+
+
+def test_read_path_in_home_is_readable(box: Box) -> None:
+    result = box.probe("read", str(box.home / "public.txt"), read_paths=(str(box.home / "public.txt"),))
+    assert result == {"ok": True, "detail": "public\n"}
 
 
 def test_read_ssh_key_fails(box: Box) -> None:
@@ -247,13 +260,18 @@ def test_unix_socket_in_host_tmp_is_unreachable(box: Box) -> None:
             path.unlink()
 
 
-def test_residual_risk_unix_socket_in_workspace_is_reachable(box: Box) -> None:
-    """Documents the known gap: bind mounts do not stop connect() (no seccomp filter yet)."""
+def test_unix_socket_in_workspace_is_refused_too(box: Box) -> None:
+    """seccomp refuses creating any AF_UNIX socket: it cannot see which path a connect() names."""
     path = box.ws / "agent.sock"
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(path))
         server.listen()
-        assert box.probe("connect_unix", str(path))["ok"]
+        result = box.probe("connect_unix", str(path))
+    assert not result["ok"] and "Operation not permitted" in result["detail"]
+
+
+def test_socketpair_still_works_under_the_filter(box: Box) -> None:
+    assert box.probe("socketpair")["ok"]
 
 
 # --- private /tmp ---------------------------------------------------------------------------------
@@ -309,6 +327,7 @@ def test_child_dies_when_parent_dies(box: Box) -> None:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        finish_launch(launch)
 
 
 def _gone(pid: int) -> bool:

@@ -205,12 +205,15 @@ def test_write_outside_workspace_is_denied_without_host_side_effect(world: World
 
 
 @bwrap
-def test_home_secrets_are_unreadable_while_public_home_file_reads(world: World) -> None:
+def test_home_secrets_are_unreadable_while_a_workspace_file_reads(world: World) -> None:
+    (world.ws / "public.txt").write_text("public\n")
     with world.bridge() as bridge:
-        public = call(bridge, "read", path=str(world.home / "public.txt"))
+        public = call(bridge, "read", path=str(world.ws / "public.txt"))
+        home_public = call(bridge, "read", path=str(world.home / "public.txt"))
         key = call(bridge, "read", path=str(world.home / ".ssh" / "id_ed25519"))
         netrc = call(bridge, "read", path=str(world.home / ".netrc"))
-    assert public == "public\n"  # positive twin: HOME itself is visible at its host path
+    assert public == "public\n"  # positive twin: the same read works in the workspace
+    assert home_public.startswith("denied: ")  # the real home is not visible at all
     assert key.startswith("denied: ") and SECRET not in key, key
     assert netrc.startswith("denied: ") and "hunter2" not in netrc, netrc
 
@@ -299,10 +302,10 @@ def test_bridge_secrets_are_absent_from_env_and_every_visible_environ(
     with world.bridge() as bridge:
         env = json.loads(call(bridge, "env"))
         environ = call(bridge, "proc_environ")
-    assert env["HOME"] == str(world.home) and env["PATH"]  # positive: the allowlist passes
+    assert env["HOME"] == str(world.home / ".local/share/mcp-bridge-homes/esc.dynamic") and env["PATH"]
     assert "BRIDGE_CANARY_TOKEN" not in env and "OPENAI_API_KEY" not in env
     assert token not in json.dumps(env) and api_key not in json.dumps(env)
-    assert f"HOME={world.home}" in environ  # positive: at least its own environ was read
+    assert f"HOME={env['HOME']}" in environ  # positive: at least its own environ was read
     assert token not in environ and api_key not in environ
 
 
@@ -314,7 +317,7 @@ def test_timeout_kills_child_and_sigterm_ignoring_grandchild(world: World) -> No
     marker = f"mcp-e2e-marker-{uuid.uuid4().hex}"
     seen: set[int] = set()
     replies: list[Reply] = []
-    with world.bridge(timeout=3) as bridge:
+    with world.bridge(timeout=3, start_timeout=3) as bridge:
         added = bridge.add_server("forking", command=world.python, args_json=json.dumps([FORKING, marker]))
         assert not added.is_error, added.text
         worker = threading.Thread(target=lambda: replies.append(bridge.call_tool("forking", "anything", "{}")))
@@ -436,3 +439,258 @@ def test_sandbox_none_reads_the_ssh_key_and_warns(world: World, caplog: pytest.L
     assert key == SECRET
     warnings = [r for r in caplog.records if r.name == "mcp_bridge.sandbox" and r.levelno == logging.WARNING]
     assert warnings and "WITHOUT a sandbox" in warnings[0].getMessage()
+
+
+# --- 10: the servers people configure start, from an empty private home -------------------------
+
+NPX = shutil.which("npx")
+UVX = shutil.which("uvx") or str(Path(sys.executable).with_name("uvx"))
+
+
+def home_of(world: World, server: str) -> Path:
+    return world.home / ".local/share/mcp-bridge-homes" / f"{server}.dynamic"
+
+
+def sandbox_said(reply: Reply, code: str = "child_exited") -> str:
+    """The sandbox's note on a failure: in the detail, and as a sentence of the message."""
+    assert isinstance(reply.data, ErrorResult) and reply.data.code == code, reply.text
+    note: str = reply.data.detail["sandbox"]
+    assert note[0].upper() + note[1:] in reply.text
+    return note
+
+
+@bwrap
+@pytest.mark.registry
+@pytest.mark.skipif(NPX is None, reason="npx is not installed")
+def test_npx_server_starts_through_the_bridge_with_default_settings_from_an_empty_home(world: World) -> None:
+    with world.bridge() as bridge:
+        assert bridge.settings.sandbox_network == "deny" and bridge.settings.start_timeout == 180
+        added = bridge.add_server("everything", command=NPX, args_json='["-y", "@modelcontextprotocol/server-everything"]')
+        assert not added.is_error, added.text
+        assert not home_of(world, "everything").exists()  # nothing cached before the first start
+        listed = bridge.list_tools("everything")
+        assert not listed.is_error, listed.text
+        assert "echo" in {tool.name for tool in listed.data.tools}  # type: ignore[attr-defined]
+        echoed = call(bridge, "echo", server="everything", message="through the proxy")
+    assert "through the proxy" in echoed
+    assert (home_of(world, "everything") / ".npm").is_dir()  # the download went to the private home
+
+
+@bwrap
+@pytest.mark.registry
+@pytest.mark.skipif(not Path(UVX).exists(), reason="uvx is not installed")
+def test_uvx_server_starts_through_the_bridge_with_default_settings_from_an_empty_home(world: World) -> None:
+    with world.bridge() as bridge:
+        added = bridge.add_server("time", command=UVX, args_json='["mcp-server-time"]')
+        assert not added.is_error, added.text
+        listed = bridge.list_tools("time")
+        assert not listed.is_error, listed.text
+        assert "get_current_time" in {tool.name for tool in listed.data.tools}  # type: ignore[attr-defined]
+    assert (home_of(world, "time") / ".cache" / "uv").is_dir()
+
+
+@bwrap
+def test_a_registry_only_child_is_refused_a_non_registry_name_by_the_proxy_and_told_so(world: World) -> None:
+    """The proxy refuses by name, before any lookup: nothing leaves the machine."""
+    fetch = "import urllib.request; urllib.request.urlopen('https://evil.example.com/', timeout=20)"
+    servers = {"fetcher": {"transport": "stdio", "command": world.python, "args": ["-c", fetch], "network": "registry"}}
+    with world.bridge(servers) as bridge:
+        failed = bridge.list_tools("fetcher")
+    note = sandbox_said(failed)
+    assert note.startswith("network denied by the sandbox (it tried evil.example.com)")
+    assert "registry.npmjs.org" in note and "`network` domain list" in note
+
+
+@bwrap
+def test_a_child_without_network_that_fails_to_resolve_is_told_which_setting_opens_it(world: World) -> None:
+    resolve = "import socket; socket.getaddrinfo('registry.npmjs.org', 443)"
+    with world.bridge({"resolver": {"transport": "stdio", "command": world.python, "args": ["-c", resolve]}}) as bridge:
+        failed = bridge.list_tools("resolver")
+    note = sandbox_said(failed)
+    assert note.startswith("network denied by the sandbox") and "MCP_SANDBOX_NETWORK" in note
+
+
+@bwrap
+def test_a_child_failing_for_its_own_reason_gets_no_sandbox_note(world: World) -> None:
+    """Positive twin of the notes: a plain crash is only a crash."""
+    with world.bridge({"crash": {"transport": "stdio", "command": world.python, "args": ["-c", "raise SystemExit('bad config')"]}}) as bridge:
+        failed = bridge.list_tools("crash")
+    assert isinstance(failed.data, ErrorResult) and failed.data.code == "child_exited", failed.text
+    assert "bad config" in failed.text and "sandbox" not in failed.text and "sandbox" not in failed.data.detail
+
+
+# --- 11: limits, paths and unrunnable commands say what they are ---------------------------------
+
+
+def inline(world: World, bridge: Bridge, name: str, script: str) -> Reply:
+    added = bridge.add_server(name, command=world.python, args_json=json.dumps(["-c", script]))
+    assert not added.is_error, added.text
+    return bridge.list_tools(name)
+
+
+@bwrap
+@pytest.mark.parametrize(
+    ("limit", "script", "settings", "says"),
+    [
+        ("memory", "bytearray(512 << 20); raise SystemExit(3)", {"child_memory_mb": 256},
+         "limit hit: memory (the sandbox's per-child limit of 256 MiB); raise MCP_CHILD_MEMORY_MB"),
+        ("file size", "open('big', 'wb').write(b'x' * (3 << 20)); raise SystemExit(3)", {"child_file_mb": 1},
+         "limit hit: file size (the sandbox's per-child limit of 1 MiB); raise MCP_CHILD_FILE_MB"),
+    ],
+    ids=["memory", "file-size"],
+)  # fmt: skip
+def test_a_child_over_a_limit_is_told_which_limit_and_its_twin_under_it_is_not(
+    world: World, limit: str, script: str, settings: dict[str, int], says: str
+) -> None:
+    with world.bridge({}, **settings) as bridge:
+        over = inline(world, bridge, "over", script)
+    with world.bridge({}) as bridge:  # the defaults: 2 GiB, 1 GiB
+        under = inline(world, bridge, "under", script)
+    assert sandbox_said(over) == says
+    assert isinstance(under.data, ErrorResult) and under.data.detail["exit_code"] == 3, under.text
+    assert "limit hit" not in under.text
+
+
+@bwrap
+def test_a_refused_write_to_a_trusted_config_path_names_the_path(world: World) -> None:
+    (world.ws / ".vscode").mkdir()
+    target = world.ws / ".vscode" / "tasks.json"
+    with world.bridge({}) as bridge:
+        refused = inline(world, bridge, "vscode", f"open({str(target)!r}, 'w')")
+        written = inline(world, bridge, "notes", f"open({str(world.ws / 'notes.txt')!r}, 'w'); raise SystemExit(3)")
+    assert sandbox_said(refused).startswith(
+        f"{target} is read-only in the sandbox ({world.ws / '.vscode'} is a config path the host trusts)"
+    )
+    assert not target.exists()
+    assert isinstance(written.data, ErrorResult) and "sandbox" not in written.data.detail  # the twin wrote and exited
+    assert (world.ws / "notes.txt").exists()
+
+
+@bwrap
+def test_a_file_in_the_hidden_home_is_named_with_read_paths_and_reads_when_listed(world: World) -> None:
+    notes = world.home / "notes.txt"
+    notes.write_text("visible\n")
+    script = f"print(open({str(notes)!r}).read(), file=__import__('sys').stderr); raise SystemExit(3)"
+    with world.bridge({}) as bridge:
+        hidden = inline(world, bridge, "hidden", script)
+    listed = {"reader": {"transport": "stdio", "command": world.python, "args": ["-c", script], "read_paths": [str(notes)]}}
+    with world.bridge(listed) as bridge:
+        read = bridge.list_tools("reader")
+    assert sandbox_said(hidden) == f"{notes} is hidden by the sandbox (inside {world.home}); add it to the server's read_paths"
+    assert isinstance(read.data, ErrorResult) and read.data.detail["stderr_tail"] == ["visible"], read.text
+
+
+MASKED_PYTHON = os.path.realpath(sys.executable)  # under /root here: masked when HOME is not /root
+
+
+def add_script(bridge: Bridge, path: Path, text: str) -> Reply:
+    path.write_text(text)
+    path.chmod(0o755)
+    return bridge.add_server(path.stem, command=str(path))
+
+
+@bwrap
+def test_a_script_without_a_shebang_is_refused_at_add_time_and_its_twin_with_one_is_added(world: World) -> None:
+    with world.bridge({}) as bridge:
+        refused = add_script(bridge, world.ws / "bare.py", "print('hi')\n")
+        added = add_script(bridge, world.ws / "shebang.py", f"#!{world.python}\nprint('hi')\n")
+        assert "bare" not in bridge.registry.dynamic()
+    assert isinstance(refused.data, ErrorResult) and refused.data.code == "spawn_failed", refused.text
+    assert refused.data.retryable is False and "nor a script with a #! line" in refused.text
+    assert not added.is_error, added.text
+
+
+@bwrap
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not MASKED_PYTHON.startswith("/root/"), reason="needs a root bridge whose python lies under /root"
+)
+def test_an_interpreter_in_a_masked_folder_is_refused_at_add_time_naming_read_paths(world: World) -> None:
+    """The issue's venv case: pyenv under /root, the bridge run as root with another HOME."""
+    with world.bridge({}) as bridge:
+        refused = add_script(bridge, world.ws / "masked.py", f"#!{MASKED_PYTHON}\nprint('hi')\n")
+    assert isinstance(refused.data, ErrorResult) and refused.data.code == "spawn_failed", refused.text
+    assert refused.data.retryable is False
+    assert f"{MASKED_PYTHON} (needed to run" in refused.text and "add its folder to the server's read_paths" in refused.text
+
+
+# --- 12: starts have their own timeout; text on stdout fails fast --------------------------------
+
+
+@bwrap
+def test_a_start_slower_than_mcp_timeout_succeeds_within_mcp_start_timeout(world: World) -> None:
+    slow = f"import time, runpy, sys; time.sleep(3); sys.argv = [{ESCAPE!r}, '--site', {SITE!r}]; runpy.run_path({ESCAPE!r}, run_name='__main__')"
+    with world.bridge({}, timeout=1, start_timeout=60) as bridge:
+        started = inline(world, bridge, "slow", slow)
+    assert not started.is_error, started.text
+
+
+@bwrap
+def test_a_start_over_mcp_start_timeout_names_it(world: World) -> None:
+    with world.bridge({}, timeout=600, start_timeout=2) as bridge:
+        hung = inline(world, bridge, "hung", "import time; time.sleep(600)")
+    assert isinstance(hung.data, ErrorResult) and hung.data.code == "timeout", hung.text
+    assert "did not start within 2 s (MCP_START_TIMEOUT)" in hung.text
+
+
+@bwrap
+@pytest.mark.timeout(90)  # MCP_TIMEOUT and MCP_START_TIMEOUT are 600 s: only the fast path ends it
+def test_a_child_printing_only_text_fails_after_two_seconds_with_the_text_quoted(world: World) -> None:
+    hostile = str(Path(ESCAPE).with_name("hostile_stdio.py"))
+    with world.bridge({}, timeout=600, start_timeout=600) as bridge:
+        added = bridge.add_server("text", command=world.python, args_json=json.dumps([hostile, "not-json"]))
+        assert not added.is_error, added.text
+        failed = bridge.list_tools("text")
+    assert isinstance(failed.data, ErrorResult) and failed.data.code == "protocol_error", failed.text
+    assert "'Welcome to not-json 1.0, an interactive shell.'" in failed.text
+    assert "nothing else for 2 s" in failed.text and failed.data.retryable is False
+
+
+@bwrap
+@pytest.mark.timeout(90)
+def test_a_child_printing_text_then_exiting_fails_at_once_with_the_text_quoted(world: World) -> None:
+    with world.bridge({}, timeout=600, start_timeout=600) as bridge:
+        failed = inline(world, bridge, "banner", "print('usage: server [--stdio]')")
+    assert isinstance(failed.data, ErrorResult) and failed.data.code == "protocol_error", failed.text
+    assert "'usage: server [--stdio]'" in failed.text and "exited with code 0" in failed.text
+
+
+# --- 13: a private home lives as long as its entry; a git init below is reported ---------------
+
+
+@bwrap
+def test_removing_a_server_removes_its_private_home_and_a_new_command_gets_a_fresh_one(world: World) -> None:
+    keep = "open(__import__('os').environ['HOME'] + '/kept', 'w'); raise SystemExit(3)"
+    with world.bridge({}) as bridge:
+        inline(world, bridge, "h", keep)
+        assert (home_of(world, "h") / "kept").exists()
+        inline(world, bridge, "h", keep)  # re-added with the same command line: its caches stay
+        assert (home_of(world, "h") / "kept").exists()
+        added = bridge.add_server("h", command=world.python, args_json='["-c", "raise SystemExit(3)"]')
+        assert not added.is_error and not home_of(world, "h").exists()  # another program: a fresh home
+        inline(world, bridge, "h", keep)
+        assert not bridge.remove_server("h").is_error
+    assert not home_of(world, "h").exists()
+
+
+@bwrap
+def test_a_git_init_below_the_workspace_is_reported_in_the_audit_log(world: World, caplog: pytest.LogCaptureFixture) -> None:
+    from bridge.tools.audit import read_entries
+
+    script = "import subprocess; subprocess.run(['git', 'init', '-q', 'sub'], check=True); raise SystemExit(3)"
+    with world.bridge({}) as bridge:
+        inline(world, bridge, "gitter", script)
+        bridge.audit.flush()
+    assert (world.ws / "sub" / ".git").is_dir()  # not prevented: mounts cannot stop it
+    reported = [e for e in read_entries(world.state / "audit") if e["outcome"] == "new_git_repository"]
+    assert [(e["server"], e["path"]) for e in reported] == [("gitter", str(world.ws / "sub" / ".git"))]
+    assert any("created git repositories" in r.getMessage() for r in caplog.records)
+
+
+@bwrap
+def test_a_session_that_creates_no_repository_reports_none(world: World) -> None:
+    from bridge.tools.audit import read_entries
+
+    with world.bridge({}) as bridge:
+        inline(world, bridge, "quiet", f"open({str(world.ws / 'plain.txt')!r}, 'w'); raise SystemExit(3)")
+        bridge.audit.flush()
+    assert not [e for e in read_entries(world.state / "audit") if e["outcome"] == "new_git_repository"]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sandbox.errors import InvalidWorkspace, SandboxUnavailable
-from sandbox.policy import Mask, Policy, build_policy
+from sandbox.policy import Mask, Policy, build_policy, hidden_by
 
 
 @pytest.fixture
@@ -135,35 +135,100 @@ def test_linux_masks_the_resolved_target_of_a_symlinked_secret(tree: Path) -> No
     assert real in masks and tree / "home" / ".password-store" not in masks
 
 
-def test_existing_protected_paths_are_kept_read_only_and_their_parents_pinned(tree: Path) -> None:
+def test_existing_git_dir_and_config_paths_are_protected_whole(tree: Path) -> None:
     ws = tree / "home" / "code" / "proj"
     (ws / ".git" / "hooks").mkdir(parents=True)
-    (ws / ".git" / "config").write_text("")
     (ws / ".envrc").write_text("")
     result = policy(tree, ws)
-    assert result.protected == (ws / ".git" / "hooks", ws / ".git" / "config", ws / ".envrc")
-    assert result.pinned == (ws / ".git",)
+    assert {ws / ".git", ws / ".envrc"} <= set(result.protected)
+    assert ws / ".git" not in {p.path for p in result.placeholders}
 
 
-def test_git_file_of_a_worktree_is_protected(tree: Path) -> None:
+def test_absent_guarded_paths_get_placeholders_of_their_kind(tree: Path) -> None:
     ws = tree / "home" / "code" / "proj"
-    (ws / ".git").write_text("gitdir: /elsewhere\n")
-    assert policy(tree, ws).protected == (ws / ".git",)
+    holders = {p.path: p.kind for p in policy(tree, ws).placeholders}
+    assert (holders[ws / ".git"], holders[ws / ".vscode"], holders[ws / ".env"]) == ("dir", "dir", "file")
+    assert holders[ws / ".mcp.json"] == "file" and holders[ws / "tool_mcp"] == "dir"
 
 
-def test_git_dir_itself_is_not_protected(tree: Path) -> None:
+def test_held_placeholder_stays_a_placeholder_though_it_exists(tree: Path) -> None:
+    ws = tree / "home" / "code" / "proj"
+    (ws / ".vscode").mkdir()
+    result = policy(tree, ws, held=frozenset({ws / ".vscode"}))
+    assert ws / ".vscode" in {p.path for p in result.placeholders} and ws / ".vscode" not in result.protected
+
+
+def test_git_file_protects_its_gitdir_target_and_commondir(tree: Path) -> None:
+    ws = tree / "home" / "code" / "proj"
+    main = ws / "main-git"
+    (main / "worktrees" / "wt").mkdir(parents=True)
+    (main / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    (ws / "wt").mkdir()
+    (ws / "wt" / ".git").write_text(f"gitdir: {main / 'worktrees' / 'wt'}\n")
+    result = policy(tree, ws)
+    assert {ws / "wt" / ".git", main / "worktrees" / "wt", main} <= set(result.protected)
+
+
+def test_nested_repository_is_protected_and_its_parents_pinned(tree: Path) -> None:
+    ws = tree / "home" / "code" / "proj"
+    (ws / "vendor" / "lib" / ".git").mkdir(parents=True)
+    result = policy(tree, ws)
+    assert ws / "vendor" / "lib" / ".git" in result.protected
+    assert {ws / "vendor", ws / "vendor" / "lib"} <= set(result.pinned)
+
+
+def test_git_write_path_leaves_that_repository_writable(tree: Path) -> None:
     ws = tree / "home" / "code" / "proj"
     (ws / ".git").mkdir()
-    assert policy(tree, ws).protected == ()
+    (ws / "sub" / ".git").mkdir(parents=True)
+    result = policy(tree, ws, git_write_paths=(str(ws / "sub"),))
+    assert ws / ".git" in result.protected and ws / "sub" / ".git" not in result.protected
 
 
 def test_refuses_symlinked_protected_path(tree: Path) -> None:
     ws = tree / "home" / "code" / "proj"
-    (tree / "hooks").mkdir()
-    (ws / ".git").mkdir()
-    (ws / ".git" / "hooks").symlink_to(tree / "hooks")
+    (tree / "vscode").mkdir()
+    (ws / ".vscode").symlink_to(tree / "vscode")
     with pytest.raises(InvalidWorkspace, match="symlink"):
         policy(tree, ws)
+
+
+def private(tree: Path, **overrides: Any) -> Policy:
+    homes = tree / "homes"
+    return policy(
+        tree, tree / "home" / "code" / "proj", private_home=homes / "srv", homes_dir=homes, **overrides
+    )
+
+
+def test_private_home_hides_the_real_home_and_the_other_homes(tree: Path) -> None:
+    result = private(tree)
+    assert result.hidden == (tree / "home", tree / "homes") and result.home == tree / "homes" / "srv"
+    assert hidden_by(result, tree / "home" / "public.txt") == tree / "home"
+    assert hidden_by(result, tree / "home" / "code" / "proj" / "x") is None  # the workspace shows through
+
+
+def test_program_install_tree_under_home_is_exposed(tree: Path) -> None:
+    node = tree / "home" / ".local" / "node" / "bin" / "node"
+    node.parent.mkdir(parents=True)
+    node.write_text("")
+    result = private(tree, program_files=(node,))
+    assert tree / "home" / ".local" / "node" in result.exposed
+    assert hidden_by(result, node) is None
+
+
+def test_tool_folder_holding_a_secret_is_not_exposed(tree: Path) -> None:
+    (tree / "home" / ".nvm" / "versions").mkdir(parents=True)
+    assert tree / "home" / ".nvm" in private(tree).exposed
+    (tree / "home" / ".nvm" / ".ssh").mkdir()
+    result = private(tree, secret_paths=(tree / "home" / ".nvm" / ".ssh",))
+    assert tree / "home" / ".nvm" not in result.exposed
+
+
+def test_read_path_is_exposed_and_one_around_a_secret_refused(tree: Path) -> None:
+    (tree / "home" / "data").mkdir()
+    assert tree / "home" / "data" in private(tree, read_paths=(str(tree / "home" / "data"),)).exposed
+    with pytest.raises(InvalidWorkspace, match=r"read path .* contains .*\.ssh"):
+        private(tree, read_paths=(str(tree / "home"),))
 
 
 def test_write_path_is_canonical_and_kept(tree: Path) -> None:

@@ -31,9 +31,12 @@ def policy(base: str = "/Users/alice", *, network: str = "deny", roots: int = 1)
         workspace=ws,
         write_roots=tuple(home / f"cache{i}" for i in range(roots)),
         masks=(Mask(home / ".ssh", "dir"), Mask(home / ".netrc", "absent"), Mask(ws / "work", "dir")),
-        protected=(ws / ".git" / "hooks",),
-        pinned=(ws / ".git",),
+        protected=(ws / ".git",),
+        pinned=(ws / "sub",),
         network=network,  # type: ignore[arg-type]
+        home=Path("/Users/Shared/mcp-homes") / home.name / "srv",
+        hidden=(home, Path("/Users/Shared/mcp-homes") / home.name),
+        exposed=(home / ".nvm",),
     )
 
 
@@ -144,6 +147,21 @@ def test_secret_denies_come_after_the_write_allow() -> None:
     )
 
 
+def test_hidden_trees_are_denied_before_exposed_trees_are_shown_again() -> None:
+    profile = profile_and_params(policy(), tmpdir=TMP)[0]
+    hide = profile.index('(deny file-read*\n  (subpath (param "HIDE_0"))')
+    assert hide < profile.index('(allow file-read*\n  (subpath (param "EXPOSE_0"))') < profile.index("(allow file-write*")
+
+
+def test_guarded_paths_are_denied_in_every_writable_root_but_the_home() -> None:
+    profile = profile_and_params(policy(roots=2), tmpdir=TMP)[0]
+    guarded = profile[profile.index("(deny file-write*"):]
+    guarded = guarded[:guarded.index("\n\n")]
+    for key in ("WORKSPACE", "WRITE_0", "WRITE_1"):
+        assert f'(regex-quote (param "{key}")) #"/(.*/)?' in guarded
+    assert '(param "HOME")' not in guarded
+
+
 def test_argv_shape() -> None:
     argv = sandbox_exec_argv(policy(), ["/usr/bin/python3", "-I", "srv.py"], tmpdir=TMP)
     assert argv[:2] == [SANDBOX_EXEC, "-p"]
@@ -157,6 +175,7 @@ def test_argv_shape() -> None:
         ("workspace_only_network_deny", Policy(workspace=Path("/Users/alice/code/proj"))),
         ("masks_pins_network_deny", policy()),
         ("capability_roots_network_allow", policy(network="allow", roots=2)),
+        ("private_home_proxy_network", policy(network="proxy")),
     ],
 )
 def test_golden(name: str, subject: Policy) -> None:

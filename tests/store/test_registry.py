@@ -387,24 +387,46 @@ PRIVILEGED = {
     "command": "/bin/sh",
     "args": [],
     "env": {"INJECTED": "1"},
-    "network": "allow",
+    "network": ["Registry.NPMJS.org", "*.example.com"],
+    "read_paths": ["/opt/models"],
     "write_paths": ["/usr/local/bin"],
+    "git_write_paths": ["/srv/repo"],
 }
+WIDENING = {"env": {"INJECTED": "1"}, "network": "allow", "read_paths": ["/opt/models"],
+            "write_paths": ["/usr/local/bin"], "git_write_paths": ["/srv/repo"]}  # fmt: skip
 
 
-def test_the_config_layer_may_grant_env_network_and_write_paths(make_registry: MakeRegistry) -> None:
+def test_the_config_layer_may_grant_every_developer_only_field(make_registry: MakeRegistry) -> None:
     spec = make_registry(config={"granted": PRIVILEGED}).get("granted")
-    assert (spec.env, spec.network, spec.write_paths) == ({"INJECTED": "1"}, "allow", ("/usr/local/bin",))
+    assert isinstance(spec, StdioServerSpec)
+    assert spec.network == ("*.example.com", "registry.npmjs.org")  # a domain list, normalised
+    assert (spec.env, spec.read_paths, spec.write_paths, spec.git_write_paths) == (
+        {"INJECTED": "1"}, ("/opt/models",), ("/usr/local/bin",), ("/srv/repo",)
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("which", ["canonical", "legacy"])
-def test_the_dynamic_file_cannot_grant_env_network_or_write_paths(
-    paths: tuple[Path, Path], make_registry: MakeRegistry, which: str
+@pytest.mark.parametrize("field", sorted(WIDENING))
+def test_the_dynamic_file_cannot_grant_a_developer_only_field(
+    paths: tuple[Path, Path], make_registry: MakeRegistry, which: str, field: str
 ) -> None:
-    write_registry_file(paths[0] if which == "canonical" else paths[1], {"planted": PRIVILEGED})
-    spec = make_registry().dynamic().get("planted")
-    assert spec is None or (spec.env, spec.network, spec.write_paths) == ({}, None, ())
+    plain = {"transport": "stdio", "command": "/bin/sh", "args": []}
+    write_registry_file(paths[0] if which == "canonical" else paths[1], {"plain": plain, "planted": plain | {field: WIDENING[field]}})
+    registry = make_registry()
+    listed, warning = registry.listing()
+    assert "planted" not in listed and "plain" not in listed  # the whole file is refused, not patched
+    assert warning is not None and f"developer-only fields ({field})" in warning
 
+
+def test_a_plain_dynamic_entry_beside_no_widening_is_served(paths: tuple[Path, Path], make_registry: MakeRegistry) -> None:
+    """Positive twin: the same file without the developer-only field is read."""
+    write_registry_file(paths[0], {"plain": {"transport": "stdio", "command": "/bin/sh", "args": []}})
+    assert "plain" in make_registry().dynamic()
+
+
+def test_a_network_list_with_an_ip_address_is_refused_in_config(make_registry: MakeRegistry) -> None:
+    with pytest.raises(ValueError, match="IP addresses are not accepted"):
+        make_registry(config={"bad": PRIVILEGED | {"network": ["10.0.0.1"]}})
 
 
 @pytest.mark.parametrize(

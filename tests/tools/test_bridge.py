@@ -188,7 +188,7 @@ def test_a_crash_at_start_is_child_exited_with_its_exit_code_and_stderr_tail(bri
 
 
 def test_a_hung_server_times_out_and_leaves_no_process(make_bridge: MakeBridge, stdio_args: StdioArgs, marker: str) -> None:
-    bridge = make_bridge(timeout=2)
+    bridge = make_bridge(timeout=2, start_timeout=2)
     add_stdio(bridge, "hung", stdio_args, "hang", marker)
     data = error(bridge.call_tool("hung", "anything", "{}"), "timeout")
     assert data.retryable is True
@@ -200,7 +200,7 @@ def test_a_timeout_kills_the_sigterm_ignoring_grandchild_too(
 ) -> None:
     pid_file = bridge_dirs.workspace / "grandchild.pid"
     bridge = make_bridge(
-        {"forking": stdio_config("forking", marker, env={"FIXTURE_PID_FILE": str(pid_file)})}, timeout=2
+        {"forking": stdio_config("forking", marker, env={"FIXTURE_PID_FILE": str(pid_file)})}, timeout=2, start_timeout=2
     )
     error(bridge.list_tools("forking"), "timeout")
     assert pid_file.exists()  # the grandchild was forked before the timeout

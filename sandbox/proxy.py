@@ -1,0 +1,251 @@
+"""The filtering proxy: the only way out for a child whose network is a host list.
+
+An HTTP CONNECT proxy on Unix sockets, one per allowlist (`ProxyRoute`), that the launch binds
+into the sandbox (`forwarder.py` relays the child's loopback connections to it). A CONNECT is
+judged by host NAME before anything is resolved or dialled:
+
+- the name must be on the route's list (exact, or `*.domain` for its subdomains), and the port
+  443 or 80; IP literals are refused outright;
+- then it is resolved, and refused if any address is internal (loopback, private, link-local,
+  shared, multicast, reserved): a listed name pointing inside the network reaches nothing;
+- the proxy dials the address it vetted, so a second lookup cannot swap it (DNS rebinding).
+
+Refusals answer `403` with a one-line reason and are kept per route (`denials`) so the bridge can
+say which host a failing server tried. The bridge runs one `FilteringProxy` on its worker loop
+(`serve` is a service) and calls `listen(route)` before each proxied spawn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import logging
+import os
+import socket
+import stat
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteStream, SocketStream, TaskGroup, TaskStatus
+
+log = logging.getLogger("mcp_bridge.sandbox.proxy")
+
+ALLOWED_PORTS = (443, 80)
+HEAD_LIMIT = 8192
+HEAD_TIMEOUT_S = 10
+CONNECT_TIMEOUT_S = 15
+DENIALS_KEPT = 64
+DENIED_HEADER = "X-MCP-Bridge-Denied"
+
+INTERNAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+    "::/128", "::1/128", "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "ff00::/8",
+))  # fmt: skip
+
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+
+@dataclass(frozen=True)
+class ProxyRoute:
+    """One allowlist and the Unix socket it is served on."""
+
+    socket: Path
+    hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Denial:
+    """A refused CONNECT: what was asked, why not, and when (monotonic seconds)."""
+
+    host: str
+    port: int
+    reason: str
+    at: float
+
+
+def route_for(proxy_dir: Path, hosts: tuple[str, ...]) -> ProxyRoute:
+    """The route of an allowlist: one socket per distinct list, with a short, stable name."""
+    digest = hashlib.sha256("\n".join(sorted(hosts)).encode()).hexdigest()[:16]
+    return ProxyRoute(proxy_dir / f"p-{digest}.sock", tuple(sorted(hosts)))
+
+
+def host_allowed(host: str, hosts: tuple[str, ...]) -> bool:
+    return any(host == h or (h.startswith("*.") and host.endswith(h[1:])) for h in hosts)
+
+
+def refusal(host: str, port: int, hosts: tuple[str, ...], ports: tuple[int, ...] = ALLOWED_PORTS) -> str | None:
+    """Why a CONNECT to host:port is refused on name alone, or None if it may be resolved."""
+    if port not in ports:
+        return f"port {port} is not proxied (only {', '.join(map(str, ports))})"
+    if _is_ip_literal(host):
+        return "IP addresses are not proxied; only host names on the server's list"
+    if not host_allowed(host, hosts):
+        return f"{host} is not on this server's network list ({', '.join(hosts) or 'empty'})"
+    return None
+
+
+def is_public(address: str) -> bool:
+    """Not an address inside the host or its networks: loopback, private, shared (CGNAT),
+    link-local (cloud metadata), multicast, unspecified or reserved. Spelled out rather than
+    `ip.is_global`, which also refuses the documentation ranges some sandboxed CIs map names to."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    mapped = getattr(ip, "ipv4_mapped", None)
+    ip = mapped or ip
+    return not any(ip in net for net in INTERNAL_NETWORKS if net.version == ip.version)
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host.replace(".", "").isdigit()  # 127.1, 2130706433: still numbers to a resolver
+    return True
+
+
+async def system_resolve(host: str, port: int) -> list[str]:
+    infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class FilteringProxy:
+    """CONNECT-by-name proxy on Unix sockets; one instance serves every route."""
+
+    def __init__(
+        self,
+        *,
+        resolve: Resolver = system_resolve,
+        public: Callable[[str], bool] = is_public,
+        ports: tuple[int, ...] = ALLOWED_PORTS,
+    ) -> None:
+        """`resolve`, `public` (may an address be dialled) and `ports` are replaceable for tests."""
+        self._resolve = resolve
+        self._public = public
+        self._ports = ports
+        self._tg: TaskGroup | None = None
+        self._routes: dict[Path, ProxyRoute] = {}
+        self._denials: dict[Path, deque[Denial]] = {}
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run until cancelled; sockets are removed on the way out."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                task_status.started()
+                await anyio.sleep_forever()
+        finally:
+            self._tg = None
+            for path in self._routes:
+                path.unlink(missing_ok=True)
+            self._routes.clear()
+
+    async def listen(self, route: ProxyRoute) -> None:
+        """Serve `route` (idempotent); the socket exists when this returns."""
+        if self._tg is None:
+            raise RuntimeError("FilteringProxy.listen before serve() started")
+        if route.socket in self._routes:
+            return
+        route.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if os.path.lexists(route.socket) and stat.S_ISSOCK(os.lstat(route.socket).st_mode):
+            route.socket.unlink()  # left by a bridge that died
+        listener = await anyio.create_unix_listener(route.socket)
+        os.chmod(route.socket, 0o600)
+        self._routes[route.socket] = route
+        self._denials[route.socket] = deque(maxlen=DENIALS_KEPT)
+        self._tg.start_soon(partial(listener.serve, partial(self._handle, route), task_group=self._tg))
+
+    def denials(self, socket_path: Path, since: float = 0.0) -> list[Denial]:
+        """Refusals on one route since a monotonic time (e.g. the child's spawn)."""
+        return [d for d in self._denials.get(socket_path, ()) if d.at >= since]
+
+    async def _handle(self, route: ProxyRoute, client: ByteStream) -> None:
+        async with client:
+            try:
+                with anyio.fail_after(HEAD_TIMEOUT_S):
+                    head, rest = await _read_head(client)
+            except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError, ValueError):
+                return
+            method, _, target = head.partition(" ")
+            target = target.split(" ", 1)[0]
+            if method != "CONNECT":
+                await _answer(client, 405, "only CONNECT (https) is proxied")
+                return
+            host, _, port_text = target.rpartition(":")
+            host = host.lower().rstrip(".")
+            port = int(port_text) if port_text.isdigit() else 0
+            upstream = await self._open(route, host, port, client)
+            if upstream is None:
+                return
+            async with upstream:
+                await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                if rest:
+                    await upstream.send(rest)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_pipe, client, upstream, tg)
+                    tg.start_soon(_pipe, upstream, client, tg)
+
+    async def _open(self, route: ProxyRoute, host: str, port: int, client: ByteStream) -> SocketStream | None:
+        reason = refusal(host, port, route.hosts, self._ports)
+        addresses: list[str] = []
+        if reason is None:
+            try:
+                addresses = await self._resolve(host, port)
+            except OSError as exc:
+                reason = f"{host} does not resolve ({exc})"
+            else:
+                if not addresses or not all(self._public(a) for a in addresses):
+                    reason = f"{host} resolves to a non-public address ({', '.join(addresses)})"
+        if reason is not None:
+            self._deny(route, host, port, reason)
+            await _answer(client, 403, reason)
+            return None
+        for address in addresses:
+            try:
+                with anyio.fail_after(CONNECT_TIMEOUT_S):
+                    return await anyio.connect_tcp(address, port)
+            except (OSError, TimeoutError) as exc:
+                reason = f"{host} ({address}) cannot be reached: {exc}"
+        await _answer(client, 502, reason or "no address")
+        return None
+
+    def _deny(self, route: ProxyRoute, host: str, port: int, reason: str) -> None:
+        log.info("proxy refused %s:%s: %s", host, port, reason)
+        self._denials[route.socket].append(Denial(host, port, reason, time.monotonic()))
+
+
+async def _read_head(stream: ByteStream) -> tuple[str, bytes]:
+    """The request line of an HTTP head, and any bytes sent after the head."""
+    buffer = b""
+    while b"\r\n\r\n" not in buffer:
+        if len(buffer) > HEAD_LIMIT:
+            raise ValueError("request head too long")
+        buffer += await stream.receive()
+    head, _, rest = buffer.partition(b"\r\n\r\n")
+    return head.split(b"\r\n", 1)[0].decode("latin-1"), rest
+
+
+async def _answer(stream: ByteStream, status: int, reason: str) -> None:
+    body = f"mcp-bridge sandbox proxy: {reason}\n".encode()
+    words = {403: "Forbidden", 405: "Method Not Allowed", 502: "Bad Gateway"}[status]
+    head = (
+        f"HTTP/1.1 {status} {words}\r\nContent-Type: text/plain\r\n{DENIED_HEADER}: {reason}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        await stream.send(head.encode("latin-1", errors="replace") + body)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        return  # the child hung up first
+
+
+async def _pipe(source: ByteStream, sink: ByteStream, tg: TaskGroup) -> None:
+    try:
+        async for chunk in source:
+            await sink.send(chunk)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass  # one side went away; the cancel below ends the other direction
+    tg.cancel_scope.cancel()
