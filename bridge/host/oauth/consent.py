@@ -77,15 +77,15 @@ class ConsentFlow:
             attempts_left=self.settings.pairing_code_attempts,
         )
 
-        def file(state: OAuthState) -> None:
+        def file(state: OAuthState) -> bool:
             state.purge(now)
             if len(state.pending) >= self.settings.max_pending_requests:
-                raise AuthorizeError(
-                    "temporarily_unavailable", "Too many authorization requests are waiting for the owner."
-                )
+                return False
             state.pending[digest(request_id)] = pending
+            return True
 
-        await self.store.change(file)
+        if not await self.store.change(file):
+            raise AuthorizeError("temporarily_unavailable", "Too many authorization requests are waiting for the owner.")
         # repr() keeps a client-chosen name from forging log lines.
         logger.warning(
             "OAuth: client %r (redirect %r) asks to connect; pairing code %s, valid %d min "

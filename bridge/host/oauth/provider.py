@@ -156,7 +156,7 @@ class BridgeOAuthProvider(OAuthProvider):
         client_info.client_secret = None
         client_info.client_secret_expires_at = None
 
-        def add(state: OAuthState) -> None:
+        def add(state: OAuthState) -> bool:
             now = time.time()
             state.clients = {
                 cid: rec
@@ -164,10 +164,12 @@ class BridgeOAuthProvider(OAuthProvider):
                 if rec.kind != "dcr" or rec.last_used_at is not None or now - rec.registered_at < UNUSED_CLIENT_S
             }
             if len(state.clients) >= MAX_CLIENTS:
-                raise RegistrationError("invalid_client_metadata", "Too many clients are registered.")
+                return False
             state.clients[client_info.client_id] = ClientRecord(info=client_info, kind="dcr", registered_at=now)
+            return True
 
-        await self.store.change(add)
+        if not await self.store.change(add):
+            raise RegistrationError("invalid_client_metadata", "Too many clients are registered.")
 
     # -- authorization -------------------------------------------------------------------------
 
@@ -202,14 +204,18 @@ class BridgeOAuthProvider(OAuthProvider):
     ) -> OAuthToken:
         key = digest(authorization_code.code)
 
-        def exchange(state: OAuthState) -> OAuthToken:
+        def exchange(state: OAuthState) -> OAuthToken | None:
             record = state.codes.get(key)
             if record is None or record.used or record.client_id not in state.clients:
-                raise TokenError("invalid_grant", "authorization code does not exist")
+                return None
             record.used = True
             return self._issue(state, record.client_id, record.family, record.scopes)
 
-        return await self.store.change(exchange)
+        # Steps return refusals rather than raise them: what a step changed is written either way.
+        tokens = await self.store.change(exchange)
+        if tokens is None:
+            raise TokenError("invalid_grant", "authorization code does not exist")
+        return tokens
 
     # -- tokens --------------------------------------------------------------------------------
 
@@ -259,13 +265,13 @@ class BridgeOAuthProvider(OAuthProvider):
     ) -> OAuthToken:
         key = digest(refresh_token.token)
 
-        def rotate(state: OAuthState) -> OAuthToken:
+        def rotate(state: OAuthState) -> OAuthToken | None:
             record = state.tokens.get(key)
             if record is None or record.client_id not in state.clients:
-                raise TokenError("invalid_grant", "refresh token does not exist")
+                return None
             if record.rotated:  # a concurrent refresh won the race: this is a reuse
                 state.revoke_family(record.family)
-                raise TokenError("invalid_grant", "refresh token was already used")
+                return None
             now = int(time.time())
             record.rotated = True
             record.expires_at = min(record.expires_at, now + ROTATED_KEEP_S)
@@ -274,7 +280,10 @@ class BridgeOAuthProvider(OAuthProvider):
             }
             return self._issue(state, record.client_id, record.family, scopes)
 
-        return await self.store.change(rotate)
+        tokens = await self.store.change(rotate)
+        if tokens is None:
+            raise TokenError("invalid_grant", "refresh token is not valid")
+        return tokens
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         state = self._read()

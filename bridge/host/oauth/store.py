@@ -89,7 +89,10 @@ class OAuthStore:
             self._publish(state.model_dump_json(indent=1).encode())
 
     async def change(self, step: Callable[[OAuthState], T]) -> T:
-        """Run `step` on the state under the lock, in a worker thread (the lock may be waited for)."""
+        """Run `step` on the state under the lock, in a worker thread (the lock may be waited for).
+
+        A step that raises writes nothing; to refuse after changing something, return the refusal.
+        """
         def run() -> T:
             with self.update() as state:
                 return step(state)

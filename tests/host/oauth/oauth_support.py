@@ -8,9 +8,12 @@ https://chatgpt.com/...) is read from the `Location` header, never followed.
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
+import hashlib
 import json
 import re
+import secrets
 import socket
 import ssl
 import threading
@@ -288,3 +291,73 @@ class DocumentServer:
     def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+# -- a client written by hand, for what the SDK's client would never send ---------------------------
+
+
+def register(served: ServedBridge, **metadata: Any) -> httpx.Response:
+    """A dynamic registration (RFC 7591) of a public client, with `metadata` on top."""
+    body = {"client_name": "raw client", "redirect_uris": [LOOPBACK_REDIRECT], "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"], **metadata}
+    return httpx.post(f"{served.base_url}/register", json=body, trust_env=False, timeout=10)
+
+
+@dataclass
+class RawClient:
+    """A registered public client driving `/authorize`, the consent page and `/token` step by step."""
+
+    served: ServedBridge
+    client_id: str
+    redirect_uri: str = LOOPBACK_REDIRECT
+    verifier: str = field(default_factory=lambda: secrets.token_urlsafe(48))
+    browser: httpx.Client = field(default_factory=lambda: httpx.Client(follow_redirects=False, trust_env=False))
+
+    @classmethod
+    def registered(cls, served: ServedBridge, **metadata: Any) -> RawClient:
+        response = register(served, **metadata)
+        assert response.status_code == 201, response.text
+        info = response.json()
+        return cls(served, info["client_id"], info["redirect_uris"][0])
+
+    @property
+    def challenge(self) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(self.verifier.encode()).digest()).decode().rstrip("=")
+
+    def authorize(self, **params: str) -> httpx.Response:
+        query = {"response_type": "code", "client_id": self.client_id, "redirect_uri": self.redirect_uri,
+                 "code_challenge": self.challenge, "code_challenge_method": "S256", "state": "st-1",
+                 "resource": self.served.mcp_url, "scope": "offline_access", **params}
+        return self.browser.get(f"{self.served.base_url}/authorize", params=query)
+
+    def open_consent(self) -> tuple[httpx.Response, dict[str, str]]:
+        """Authorize and follow to the consent page: the page and its form's fields."""
+        to_consent = self.authorize()
+        assert to_consent.status_code == 302, to_consent.text
+        page = self.browser.get(to_consent.headers["location"])
+        return page, form_fields(page.text)
+
+    def submit(self, fields: dict[str, str], code: str) -> httpx.Response:
+        action = fields["_action"]
+        return self.browser.post(action, data={k: v for k, v in fields.items() if k != "_action"} | {"code": code})
+
+    def token(self, **form: str) -> httpx.Response:
+        return httpx.post(f"{self.served.base_url}/token", data={"client_id": self.client_id, **form},
+                          trust_env=False, timeout=10)
+
+    def exchange(self, code: str, **form: str) -> httpx.Response:
+        return self.token(grant_type="authorization_code", code=code, redirect_uri=self.redirect_uri,
+                          code_verifier=self.verifier, resource=self.served.mcp_url, **form)
+
+    def refresh(self, refresh_token: str, **form: str) -> httpx.Response:
+        return self.token(grant_type="refresh_token", refresh_token=refresh_token,
+                          resource=self.served.mcp_url, **form)
+
+    def tokens_by_consent(self, state_dir: Path) -> dict[str, Any]:
+        """The whole flow, by hand: consent with the right code, then the code exchange's JSON."""
+        _page, fields = self.open_consent()
+        (pending,) = [p for p in list_pending(state_dir) if p.client_id == self.client_id]
+        code = redirect_params(self.submit(fields, pending.pairing_code))["code"]
+        response = self.exchange(code)
+        assert response.status_code == 200, response.text
+        return response.json() | {"_code": code}
