@@ -346,12 +346,12 @@ class RawClient:
                           trust_env=False, timeout=10)
 
     def exchange(self, code: str, **form: str) -> httpx.Response:
-        return self.token(grant_type="authorization_code", code=code, redirect_uri=self.redirect_uri,
-                          code_verifier=self.verifier, resource=self.served.mcp_url, **form)
+        return self.token(**{"grant_type": "authorization_code", "code": code, "redirect_uri": self.redirect_uri,
+                             "code_verifier": self.verifier, "resource": self.served.mcp_url, **form})
 
     def refresh(self, refresh_token: str, **form: str) -> httpx.Response:
-        return self.token(grant_type="refresh_token", refresh_token=refresh_token,
-                          resource=self.served.mcp_url, **form)
+        return self.token(**{"grant_type": "refresh_token", "refresh_token": refresh_token,
+                             "resource": self.served.mcp_url, **form})
 
     def tokens_by_consent(self, state_dir: Path) -> dict[str, Any]:
         """The whole flow, by hand: consent with the right code, then the code exchange's JSON."""
