@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 from oauth_support import LOOPBACK_REDIRECT, RawClient, redirect_params, register
 
-from bridge.host.oauth import list_pending
+from bridge.host.oauth import CHATGPT_REDIRECT_PATTERNS, list_pending
 
 
 def test_pkce_plain_is_refused_before_any_consent(serve) -> None:
@@ -69,8 +69,6 @@ def test_registration_refuses_plain_http_to_a_public_host(serve) -> None:
 
 
 def test_registration_honours_the_allowed_patterns(serve) -> None:
-    from bridge.host.oauth import CHATGPT_REDIRECT_PATTERNS
-
     served = serve(allowed_redirect_uri_patterns=CHATGPT_REDIRECT_PATTERNS)
 
     refused = register(served, redirect_uris=["https://app.example/callback"])
