@@ -85,7 +85,7 @@ class ConsentFlow:
             return True
 
         if not await self.store.change(file):
-            raise AuthorizeError("temporarily_unavailable", "Too many authorization requests are waiting for the owner.")
+            raise AuthorizeError("temporarily_unavailable", "Too many requests are waiting for the owner.")
         # repr() keeps a client-chosen name from forging log lines.
         logger.warning(
             "OAuth: client %r (redirect %r) asks to connect; pairing code %s, valid %d min "

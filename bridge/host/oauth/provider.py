@@ -45,7 +45,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.routes import build_metadata, build_resource_metadata_url, cors_middleware, validate_issuer_url
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from pydantic import AnyHttpUrl, AnyUrl, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
@@ -66,7 +66,7 @@ CIMD_REFRESH_S = 3600
 ROTATED_KEEP_S = 7 * 86400
 # How often a client's "last used" time is written from the request path.
 LAST_USED_EVERY_S = 300
-# Dynamic registrations are unauthenticated: unused ones expire, and their number is bounded.
+# Registration (DCR or CIMD) is unauthenticated: unused clients expire, and their number is bounded.
 UNUSED_CLIENT_S = 86400
 MAX_CLIENTS = 64
 _ACCESS_PREFIX = "mcpb_at_"
@@ -131,9 +131,11 @@ class BridgeOAuthProvider(OAuthProvider):
         if info is None:
             return None
 
-        def keep(state: OAuthState) -> None:
+        def keep(state: OAuthState) -> bool:
             now = time.time()
             known = state.clients.get(client_id)
+            if known is None and not state.make_room_for_client(now, UNUSED_CLIENT_S, MAX_CLIENTS):
+                return False
             state.clients[client_id] = ClientRecord(
                 info=info,
                 kind="cimd",
@@ -141,8 +143,11 @@ class BridgeOAuthProvider(OAuthProvider):
                 last_used_at=known.last_used_at if known else None,
                 fetched_at=now,
             )
+            return True
 
-        await self.store.change(keep)
+        if not await self.store.change(keep):
+            logger.warning("OAuth: CIMD client %s refused: too many clients are registered", client_id)
+            return None
         return info
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
@@ -158,12 +163,7 @@ class BridgeOAuthProvider(OAuthProvider):
 
         def add(state: OAuthState) -> bool:
             now = time.time()
-            state.clients = {
-                cid: rec
-                for cid, rec in state.clients.items()
-                if rec.kind != "dcr" or rec.last_used_at is not None or now - rec.registered_at < UNUSED_CLIENT_S
-            }
-            if len(state.clients) >= MAX_CLIENTS:
+            if not state.make_room_for_client(now, UNUSED_CLIENT_S, MAX_CLIENTS):
                 return False
             state.clients[client_info.client_id] = ClientRecord(info=client_info, kind="dcr", registered_at=now)
             return True
@@ -250,7 +250,8 @@ class BridgeOAuthProvider(OAuthProvider):
         if record is None or record.kind != "refresh" or record.client_id != client.client_id:
             return None
         if record.rotated:
-            await self._revoke_family(record.family, f"a rotated refresh token of client {client.client_id!r} was reused")
+            why = f"a rotated refresh token of client {client.client_id!r} was reused"
+            await self._revoke_family(record.family, why)
             return None
         return RefreshToken(
             token=refresh_token,
@@ -339,10 +340,8 @@ class BridgeOAuthProvider(OAuthProvider):
         replaced.append(Route(CONSENT_PATH, endpoint=self.consent.handle, methods=["GET", "POST"]))
         return replaced
 
-    def _metadata(self):
-        metadata = build_metadata(
-            self.base_url, None, self.client_registration_options, self.revocation_options
-        )
+    def _metadata(self) -> OAuthMetadata:
+        metadata = build_metadata(self.base_url, None, self.client_registration_options, self.revocation_options)
         metadata.issuer = self.issuer_url
         metadata.scopes_supported = [DEFAULT_SCOPE]
         metadata.token_endpoint_auth_methods_supported = ["none"]

@@ -91,6 +91,17 @@ class OAuthState(BaseModel):
         self.codes = {k: v for k, v in self.codes.items() if v.expires_at > now}
         self.tokens = {k: v for k, v in self.tokens.items() if v.expires_at > now}
 
+    def make_room_for_client(self, now: float, unused_after_s: float, most: int) -> bool:
+        """Forget clients that never got a token within `unused_after_s`; whether one more fits under `most`.
+
+        Registration is open to anyone who can reach the bridge, so what it may leave behind is bounded.
+        """
+        self.clients = {
+            cid: rec for cid, rec in self.clients.items()
+            if rec.last_used_at is not None or now - rec.registered_at < unused_after_s
+        }
+        return len(self.clients) < most
+
     def revoke_family(self, family: str) -> None:
         """Every token of one authorization, and the code it came from."""
         self.tokens = {k: v for k, v in self.tokens.items() if v.family != family}

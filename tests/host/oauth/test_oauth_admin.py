@@ -11,7 +11,7 @@ from mcp.shared.auth import OAuthClientInformationFull
 from oauth_support import LOOPBACK_REDIRECT, RawClient, initialize_with
 
 from bridge.host.oauth import list_clients, list_pending, revoke_client
-from bridge.host.oauth.state import ClientRecord
+from bridge.host.oauth.state import ClientRecord, OAuthState
 from bridge.host.oauth.store import OAuthStore
 
 
@@ -22,7 +22,8 @@ def test_pending_lists_the_code_the_page_accepts(serve) -> None:
 
     (pending,) = list_pending(served.state_dir)
 
-    assert (pending.client_name, pending.redirect_uri, pending.attempts_left) == ("Pending client", LOOPBACK_REDIRECT, 5)
+    assert pending.client_name == "Pending client"
+    assert (pending.redirect_uri, pending.attempts_left) == (LOOPBACK_REDIRECT, 5)
     assert client.submit(fields, pending.pairing_code).status_code == 302
 
 
@@ -81,3 +82,14 @@ def test_concurrent_writers_lose_no_update(tmp_path: Path) -> None:
         w.join()
 
     assert len(OAuthStore(tmp_path).read().clients) == 40
+
+
+def test_clients_that_never_got_a_token_make_room_for_new_ones() -> None:
+    state = OAuthState()
+    for n, used in enumerate([None, 5.0, None]):
+        info = OAuthClientInformationFull(client_id=f"c{n}", redirect_uris=[LOOPBACK_REDIRECT])
+        state.clients[info.client_id] = ClientRecord(info=info, kind="dcr", registered_at=0, last_used_at=used)
+
+    assert not state.make_room_for_client(now=10, unused_after_s=100, most=3)  # all still young
+    assert state.make_room_for_client(now=1000, unused_after_s=100, most=3)
+    assert list(state.clients) == ["c1"]

@@ -40,7 +40,8 @@ def test_refused_redirect_uris(uri: str) -> None:
 
 def test_chatgpt_patterns_allow_its_connector_uris_only() -> None:
     assert redirect_uri_problem("https://chatgpt.com/connector/oauth/abc", CHATGPT_REDIRECT_PATTERNS) is None
-    assert redirect_uri_problem("https://chatgpt.com/connector_platform_oauth_redirect", CHATGPT_REDIRECT_PATTERNS) is None
+    platform = "https://chatgpt.com/connector_platform_oauth_redirect"
+    assert redirect_uri_problem(platform, CHATGPT_REDIRECT_PATTERNS) is None
     assert redirect_uri_problem("https://evil.example/connector/oauth/abc", CHATGPT_REDIRECT_PATTERNS) is not None
     assert redirect_uri_problem("http://127.0.0.1:9/callback", CHATGPT_REDIRECT_PATTERNS) is not None
 
