@@ -40,6 +40,11 @@ class HttpServerSpec(_Spec):
     transport: Literal["http"] = "http"
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
+    registered_by: Literal["conversation", "operator"] = Field(
+        "conversation",
+        description="Who chose the URL: the conversation (mcp_add_server; SSRF rules apply) or the operator "
+        "(the developer's config, the CLI). Entries older than this field count as the conversation's.",
+    )
 
 
 class StdioServerSpec(_Spec):

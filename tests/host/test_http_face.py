@@ -171,7 +171,8 @@ def call_through(peer: HttpPeer, server: str, tool: str, arguments: dict[str, ob
 
 
 def test_the_hosts_token_never_reaches_a_downstream_http_server_or_the_log(dirs: dict[str, str]) -> None:
-    with start_http_fixture("headers_echo.py") as (base, _), http_bridge(host_env(dirs, MCP_AUTH_TOKEN=TOKEN)) as running:
+    env = host_env(dirs, MCP_AUTH_TOKEN=TOKEN, MCP_HTTP_ALLOW_PRIVATE="1")  # the fixture is on loopback
+    with start_http_fixture("headers_echo.py") as (base, _), http_bridge(env) as running:
         with http_peer(running.url, {"Authorization": f"Bearer {TOKEN}", "Cookie": f"session={TOKEN}"}) as peer:
             peer.handshake("2025-11-25", "openai-mcp")
             server = {"name": "hdr", "url": f"{base}/mcp", "headers_json": '{"X-Downstream": "granted"}'}
