@@ -154,6 +154,11 @@ class Settings(BaseSettings):
         description="HTTP mode with a launcher's OAuth proxy (GitHub, Google...): the accounts let in (login, "
         "email or subject); required, since such a proxy admits any account.",
     )
+    oauth_test_cimd_ca: Path | None = Field(
+        None,
+        description="Tests only: client ID metadata documents may also be fetched from an HTTPS server on "
+        "127.0.0.1 whose certificate this CA signs. Never widens what is fetched from other hosts.",
+    )
     http_allow_private: bool = Field(
         False,
         description="HTTP mode: let servers added in conversation point at loopback and private addresses.",

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-from bridge.cli import audit, desktop, importer, probe, servers
+from bridge.cli import audit, auth, desktop, importer, probe, servers
 from bridge.cli.errors import EPILOG, CliError, Exit
 
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     probe.register(commands)
     desktop.register(commands)
     audit.register(commands)
+    auth.register(commands)
     return parser
 
 
