@@ -149,7 +149,10 @@ class Connection:
                 return BridgeError("protocol_error", f"MCP error from the server: {message}", mcp_code=leaf.code)
         for leaf in leaves:
             if isinstance(leaf, ValidationError):
-                return self._not_jsonrpc()
+                # Its text and its `loc` quote the answer (`input_value`, the answer's own keys): the model's name only.
+                errors = count(leaf.error_count(), "error")
+                what = f"{leaf.title[:80]}, {errors}"
+                return BridgeError("protocol_error", f"The server's answer is not valid MCP ({what}).")
         first = leaves[0]
         return BridgeError("protocol_error", f"The session failed: {type(first).__name__}: {_excerpt(str(first))}")
 
