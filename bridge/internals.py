@@ -7,27 +7,33 @@ it sits at the bottom of the package with the settings and the errors.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+import sys
+from collections.abc import AsyncGenerator, Awaitable, Callable, Container
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Protocol
 
 import anyio
 import httpx2
 from fastmcp import FastMCP
+from fastmcp.server.auth.middleware import RequireAuthMiddleware
+from fastmcp.server.http import StreamableHTTPASGIApp
 from mcp.client._transport import TransportStreams
 from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import AuthorizationCodeResult
+from starlette.applications import Starlette
 
 __all__ = [
     "SharedTokenStorage",
     "StoredOAuth",
     "TransportStreams",
     "create_mcp_http_client",
+    "fastmcp_env_file",
     "initialization_options",
     "lifespan",
+    "live_http_sessions",
     "lowlevel_server",
 ]
 
@@ -45,6 +51,23 @@ def lowlevel_server(app: FastMCP) -> Server[Any]:
 def initialization_options(app: FastMCP) -> InitializationOptions:
     """The options FastMCP's own stdio serving passes: its notification options (list-changed) included."""
     return app._mcp_server.create_initialization_options()
+
+
+def live_http_sessions(app: Starlette) -> Container[str]:
+    """The ids of the Streamable HTTP sessions FastMCP's session manager holds right now (a live
+    view; empty before the app's lifespan has started). The SDK keeps them in `_server_instances`
+    and forgets one however it ends: DELETE, idle timeout, crash."""
+    for route in app.routes:
+        endpoint = getattr(route, "endpoint", None)
+        endpoint = endpoint.app if isinstance(endpoint, RequireAuthMiddleware) else endpoint
+        if isinstance(endpoint, StreamableHTTPASGIApp) and endpoint.session_manager is not None:
+            return endpoint.session_manager._server_instances
+    return {}
+
+
+def fastmcp_env_file() -> str:
+    """The `.env` file FastMCP's settings were read from when fastmcp was imported."""
+    return sys.modules["fastmcp.settings"].ENV_FILE
 
 
 class SharedTokenStorage(TokenStorage, Protocol):

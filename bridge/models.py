@@ -56,6 +56,11 @@ class HttpServerSpec(_Spec):
     def developer_only_fields(self) -> list[str]:
         """The developer-only fields this entry sets."""
         return ["oauth"] if self.oauth is not None else []
+    registered_by: Literal["conversation", "operator"] = Field(
+        "conversation",
+        description="Who chose the URL: the conversation (mcp_add_server; SSRF rules apply) or the operator "
+        "(the developer's config, the CLI). Entries older than this field count as the conversation's.",
+    )
 
 
 class StdioServerSpec(_Spec):

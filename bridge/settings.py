@@ -15,10 +15,17 @@ import tomllib
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    AnyHttpUrl,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bridge.errors import describe_validation
@@ -28,7 +35,7 @@ from sandbox.network import NetworkSetting, normalize_hosts
 Transport = Literal["http", "stdio"]
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-HOST_PATTERN = re.compile(r"[A-Za-z0-9.*?:\[\]-]+")
+HOST_PATTERN = re.compile(r"[A-Za-z0-9.*?-]+|\[[0-9A-Fa-f:.]+\]")
 NETWORK_WORDS = ("deny", "allow", "registry")
 MIB = 1 << 20
 LIMIT_MINIMUMS = {"child_memory_mb": 64, "child_open_files": 64}
@@ -73,12 +80,46 @@ def parse_network(value: object) -> object:
     return value
 
 
-def parse_allow(entry: str) -> tuple[str, str | None]:
-    """`NAME` or `NAME@host-pattern` -> (name, host pattern or None); ValueError when malformed."""
-    name, at, host = entry.partition("@")
-    if not ENV_NAME.fullmatch(name) or (at and not HOST_PATTERN.fullmatch(host)):
-        raise ValueError(f"{entry!r} is not NAME or NAME@host (host may use * wildcards)")
-    return name, host.lower() or None
+class SecretBinding(NamedTuple):
+    """One `MCP_SECRET_ENV_ALLOW` entry: a variable and where its value may be sent.
+
+    `NAME@https://host:port` binds it to that scheme, host (may use * wildcards) and port;
+    `NAME@host` is short for `NAME@https://host:443`; a bare `NAME` (no binding) serves only the
+    servers the operator registered (the developer's config, the CLI), never one the conversation
+    added, which could name any URL.
+    """
+
+    name: str
+    scheme: str | None = None
+    host: str | None = None
+    port: int | None = None
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+        return self.name if host is None else f"{self.name}@{self.scheme}://{host}:{self.port}"
+
+
+def parse_allow(entry: str) -> SecretBinding:
+    """`NAME`, `NAME@host` or `NAME@scheme://host[:port]`; ValueError when malformed."""
+    name, at, target = entry.partition("@")
+    if not ENV_NAME.fullmatch(name):
+        raise ValueError(f"{entry!r} is not NAME, NAME@host or NAME@https://host:port")
+    if not at:
+        return SecretBinding(name)
+    scheme, sep, rest = target.partition("://")
+    if not sep:
+        scheme, rest = "https", target
+    if rest.startswith("["):  # an IPv6 literal: [::1]:8443
+        end = rest.find("]") + 1
+        host, colon, port = rest[:end], rest[end : end + 1], rest[end + 1 :]
+    else:
+        host, colon, port = rest.partition(":")
+    if scheme not in ("http", "https") or not HOST_PATTERN.fullmatch(host) or (colon and (colon != ":" or not port.isdigit())):
+        raise ValueError(f"{entry!r} is not NAME, NAME@host or NAME@https://host:port (host may use * wildcards)")
+    number = int(port) if colon else (443 if scheme == "https" else 80)
+    if not 0 < number < 65536:
+        raise ValueError(f"{entry!r} names port {number}, outside 1-65535")
+    return SecretBinding(name, scheme, host.lower().strip("[]").rstrip("."), number)
 
 
 class Settings(BaseSettings):
@@ -147,9 +188,42 @@ class Settings(BaseSettings):
     allowed_origins: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="HTTP mode: browser Origins accepted besides same-origin and loopback."
     )
+    auth: Literal["auto", "oauth", "token", "none"] = Field(
+        "auto",
+        description="HTTP mode: how requests authenticate. auto: token when MCP_AUTH_TOKEN is set, the built-in "
+        "OAuth server when a non-loopback host is allowed, else none (loopback clients only).",
+    )
+    public_url: AnyHttpUrl | None = Field(
+        None,
+        description="HTTP mode: the origin clients reach (https://<tunnel host>); the OAuth issuer. Default: "
+        "https:// and the first non-loopback MCP_ALLOWED_HOSTS name, else the bound loopback address.",
+    )
+    auth_allowed_users: Annotated[tuple[str, ...], NoDecode] = Field(
+        (),
+        description="HTTP mode with a launcher's OAuth proxy (GitHub, Google...): the accounts let in (login, "
+        "email or subject); required, since such a proxy admits any account.",
+    )
+    oauth_test_cimd_ca: Path | None = Field(
+        None,
+        description="Tests only: client ID metadata documents may also be fetched from an HTTPS server on "
+        "127.0.0.1 whose certificate this CA signs. Never widens what is fetched from other hosts.",
+    )
+    http_allow_private: bool = Field(
+        False,
+        description="HTTP mode: let servers added in conversation point at loopback and private addresses.",
+    )
+    max_http_sessions_per_client: int = Field(
+        16, ge=1, le=1000, description="HTTP mode: open MCP sessions one authenticated client may hold."
+    )
 
     @field_validator(
-        "allowed_transports", "child_env_prefixes", "allowed_hosts", "allowed_origins", "secret_env_allow", mode="before"
+        "allowed_transports",
+        "child_env_prefixes",
+        "allowed_hosts",
+        "allowed_origins",
+        "secret_env_allow",
+        "auth_allowed_users",
+        mode="before",
     )
     @classmethod
     def _split_commas(cls, value: object) -> object:
@@ -184,6 +258,14 @@ class Settings(BaseSettings):
     def _secret_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for entry in value:
             parse_allow(entry)
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _origin_only(cls, value: AnyHttpUrl | None) -> AnyHttpUrl | None:
+        """The issuer is an origin: the MCP endpoint is always `<public URL>/mcp`."""
+        if value is not None and (value.path not in (None, "", "/") or value.query or value.fragment):
+            raise ValueError("must be an origin only, e.g. https://your-name.trycloudflare.com (no path)")
         return value
 
     @field_validator("auth_token")

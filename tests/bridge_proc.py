@@ -66,6 +66,12 @@ def initialize_params(version: str, client_name: str = "test-host") -> dict[str,
     return {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": client_name, "version": "1.0.0"}}
 
 
+def post_initialize(url: str, **headers: str) -> httpx.Response:
+    """One raw handshake-era `initialize` POST, as ChatGPT sends it, with `headers` on top."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params("2025-06-18", "openai-mcp")}
+    return httpx.post(url, json=body, headers={**ACCEPT, **headers}, follow_redirects=False, trust_env=False, timeout=30)
+
+
 class StdioPeer:
     """Newline-delimited JSON-RPC to a bridge process; answers are matched by id."""
 
@@ -129,10 +135,21 @@ class HttpBridge:
     url: str
     proc: subprocess.Popen[str]
     stderr_lines: list[str] = field(default_factory=list)
+    new_line: threading.Condition = field(default_factory=threading.Condition)
 
     @property
     def stderr(self) -> str:
         return "".join(self.stderr_lines)
+
+    def wait_for_line(self, pattern: str, timeout: float = 30) -> re.Match[str]:
+        """The first stderr line matching `pattern`, waiting (on the reader's notification) until it comes."""
+        def found() -> re.Match[str] | None:
+            return next((m for line in self.stderr_lines if (m := re.search(pattern, line))), None)
+
+        with self.new_line:
+            match = self.new_line.wait_for(found, timeout=timeout)
+        assert match, f"no stderr line matches {pattern!r}:\n{self.stderr}"
+        return match
 
 
 @contextmanager
@@ -150,22 +167,27 @@ def http_bridge(env: dict[str, str], *args: str, command: list[str] | None = Non
     lines: list[str] = []
     found: list[str] = []
     ready = threading.Event()
+    new_line = threading.Condition()
 
     def read_stderr() -> None:
         for line in proc.stderr:  # type: ignore[union-attr]
-            lines.append(line)
+            with new_line:
+                lines.append(line)
+                new_line.notify_all()
             match = re.search(r"serving Streamable HTTP at (http://\S+/mcp)", line)
             if match:
                 found.append(match.group(1))
                 ready.set()
         ready.set()  # the bridge exited: wake the waiter either way
+        with new_line:
+            new_line.notify_all()
 
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
     try:
         ready.wait(timeout=60)
         assert found, f"the bridge did not serve (exit code {proc.poll()}):\n{''.join(lines)}"
-        bridge = HttpBridge(found[0], proc, lines)
+        bridge = HttpBridge(found[0], proc, lines, new_line)
         yield bridge
     finally:
         proc.terminate()

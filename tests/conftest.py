@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -35,15 +36,24 @@ def bridge_dirs() -> Iterator[BridgeDirs]:
 
 @pytest.fixture
 def make_bridge(bridge_dirs: BridgeDirs) -> Iterator[MakeBridge]:
-    """`make_bridge(config_servers=None, **settings)`: a Bridge on the test's dirs, closed at teardown."""
+    """`make_bridge(config_servers=None, caller=, served_over_http=, **settings)`: a Bridge on the
+    test's dirs, closed at teardown."""
     made: list[Bridge] = []
 
-    def make(config_servers: dict[str, dict[str, Any]] | None = None, **settings: Any) -> Bridge:
+    def make(
+        config_servers: dict[str, dict[str, Any]] | None = None,
+        *,
+        caller: str = "host",
+        served_over_http: bool = False,
+        **settings: Any,
+    ) -> Bridge:
         settings.setdefault("timeout", 30)
         made.append(
             Bridge(
                 Settings(workspace=bridge_dirs.workspace, state_dir=bridge_dirs.state, homes_dir=bridge_dirs.homes, **settings),
                 config_servers or {},
+                caller=caller,
+                served_over_http=served_over_http,
             )
         )
         return made[-1]
@@ -74,3 +84,16 @@ def _stdio_args(fixture: str, *extra: str) -> str:
 def stdio_args() -> StdioArgs:
     """`stdio_args("echo", marker)`: the args_json that runs a fixture server with sys.executable."""
     return _stdio_args
+
+
+@pytest.fixture
+def untouched() -> Iterator[socket.socket]:
+    """A loopback listener that nothing may connect to: the test fails if a connection is waiting
+    at the end (a refused target must be refused before any socket is opened)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        sock.setblocking(False)
+        yield sock
+        with pytest.raises(BlockingIOError):
+            sock.accept()

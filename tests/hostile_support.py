@@ -70,7 +70,9 @@ def real_bridge() -> Iterator[RealBridge]:
     """A bridge process with MCP_TIMEOUT=TIMEOUT_S, after the host's handshake."""
     with (
         workdirs() as dirs,
-        http_bridge(host_env(dirs, MCP_TIMEOUT=str(TIMEOUT_S), MCP_START_TIMEOUT=str(TIMEOUT_S))) as process,
+        http_bridge(
+            host_env(dirs, MCP_TIMEOUT=str(TIMEOUT_S), MCP_START_TIMEOUT=str(TIMEOUT_S), MCP_HTTP_ALLOW_PRIVATE="1")
+        ) as process,
         http_peer(process.url) as peer,
     ):
         peer.handshake()

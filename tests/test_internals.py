@@ -65,3 +65,25 @@ def test_the_sdk_oauth_client_still_has_the_parts_stored_oauth_drives() -> None:
         assert hasattr(context, name), name
     assert callable(context.is_token_valid) and callable(context.can_refresh_token)
     assert provider._initialized is False
+
+
+def test_live_http_sessions_sees_a_session_open_and_end() -> None:
+    from starlette.testclient import TestClient
+
+    app = FastMCP("canary").http_app(path="/mcp")
+    assert internals.live_http_sessions(app) == {}
+    headers = {"Accept": "application/json, text/event-stream"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    with TestClient(app) as client:
+        session = client.post("/mcp", json=initialize, headers=headers).headers["mcp-session-id"]
+        assert session in internals.live_http_sessions(app)
+        ended = client.delete("/mcp", headers={**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"})
+        assert ended.status_code == 200
+        assert session not in internals.live_http_sessions(app)
+
+
+def test_fastmcp_names_the_env_file_it_read_and_bridge_pointed_it_at_devnull() -> None:
+    import os
+
+    assert internals.fastmcp_env_file() == os.devnull

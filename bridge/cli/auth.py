@@ -1,157 +1,91 @@
-"""`mcp-bridge auth login|logout NAME`: sign in to a downstream server that asks for OAuth, once.
+"""`mcp-bridge auth pending|clients|revoke CLIENT`: the owner's side of the built-in OAuth server,
+and `auth login|logout NAME` (`bridge.cli.signin`): the bridge's own sign-in to downstream servers.
 
-Login runs the MCP SDK's OAuth client (discovery, dynamic registration or the developer's static
-client id, PKCE S256, the `resource` parameter) with a callback on a loopback port of this
-machine, prints the sign-in URL (and opens a browser where there is one), and keeps the tokens in
-the state directory, where every bridge process finds them and refreshes them by itself.
+The owner's steps read and write the state directory the serving bridge uses (`MCP_STATE_DIR`), so they work
+from any terminal while it runs; a revocation holds on the serving bridge's very next request.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-import threading
-import webbrowser
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
 
-import anyio
-import anyio.to_thread
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
-
-from bridge.cli.context import load_settings, open_bridge
+from bridge.cli import signin
+from bridge.cli.context import load_settings
 from bridge.cli.errors import CliError, Exit, add_command
-from bridge.errors import BridgeError
-from bridge.internals import StoredOAuth, create_mcp_http_client
-from bridge.models import HttpServerSpec
-from bridge.store.tokens import ServerTokens
-from bridge.tools.oauth import oauth_client_metadata
+from bridge.host.oauth import list_clients, list_pending, revoke_client
+from bridge.host.oauth.store import StoreUnreadable
 
-SIGN_IN_TIMEOUT_S = 600.0
+T = TypeVar("T")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    group = add_command(commands, "auth", "sign in to servers that ask for OAuth", "Sign in to, or out of, a server.")
-    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    login = add_command(
-        actions,
-        "login",
-        "sign in to a registered HTTP server",
-        "Run the OAuth sign-in of a registered HTTP server: print the URL to open (and open a browser\n"
-        "where there is one), wait for the sign-in on a loopback callback, and keep the tokens in the\n"
-        "state directory, where every bridge process uses and refreshes them.",
+    auth = add_command(
+        commands,
+        "auth",
+        "OAuth: approve clients of the HTTP face (ChatGPT...); sign in to servers",
+        "The built-in OAuth server's state, for its owner:\n\n"
+        "  mcp-bridge auth pending         requests waiting for approval, with their pairing codes\n"
+        "  mcp-bridge auth clients         registered clients: name, redirect URI, last use\n"
+        "  mcp-bridge auth revoke CLIENT   forget a client (ID or name) and every token it holds, at once\n"
+        "  mcp-bridge auth login NAME      sign in to a downstream server that asks for OAuth\n"
+        "  mcp-bridge auth logout NAME     forget that sign-in",
     )
-    login.add_argument("name", help="the server's registered name")
-    login.add_argument("--no-browser", action="store_true", help="only print the URL")
-    login.add_argument("--port", type=int, default=0, help="the loopback callback port (default: any free one)")
-    login.set_defaults(run=sign_in)
-    logout = add_command(actions, "logout", "forget a server's sign-in", "Forget the tokens kept for a server.")
-    logout.add_argument("name", help="the server's registered name")
-    logout.set_defaults(run=sign_out)
+    steps = auth.add_subparsers(title="steps", dest="step", metavar="STEP", required=True)
+    steps.add_parser("pending", help="requests waiting for their pairing code").set_defaults(run=pending)
+    steps.add_parser("clients", help="registered clients").set_defaults(run=clients)
+    revoke = steps.add_parser("revoke", help="cut one client off")
+    revoke.add_argument("client", metavar="CLIENT", help="a client ID or a name only one client has")
+    revoke.set_defaults(run=revoke_one)
+    signin.register_steps(steps)
 
 
-class _Callback:
-    """A one-shot loopback HTTP listener for the authorization redirect."""
-
-    def __init__(self, port: int) -> None:
-        self.result: AuthorizationCodeResult | None = None
-        self.error: str | None = None
-        self.done = threading.Event()
-        callback = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                query = {key: values[0] for key, values in parse_qs(urlsplit(self.path).query).items()}
-                if "code" in query:
-                    callback.result = AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
-                    body = b"Signed in. You can close this tab."
-                else:
-                    callback.error = query.get("error_description") or query.get("error") or "no code in the redirect"
-                    body = b"Sign-in failed; see the terminal."
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-                self.end_headers()
-                self.wfile.write(body)
-                callback.done.set()
-
-            def log_message(self, *args: object) -> None:  # stdout is for the command's own output
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.uri = f"http://127.0.0.1:{self.server.server_address[1]}/callback"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    async def wait(self) -> AuthorizationCodeResult:
-        if not await anyio.to_thread.run_sync(self.done.wait, SIGN_IN_TIMEOUT_S):
-            raise CliError(f"no sign-in within {SIGN_IN_TIMEOUT_S:g} s", Exit.DOWNSTREAM)
-        if self.result is None:
-            raise CliError(f"the sign-in failed: {self.error}", Exit.DOWNSTREAM)
-        return self.result
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M") if moment else "never"
 
 
-def _signing_in(server: str) -> tuple[str, HttpServerSpec, ServerTokens]:
-    """The registered HTTP server `server`, ready to connect, and its sign-in."""
-    with open_bridge(load_settings()) as bridge:
-        try:
-            name, spec = bridge.resolve(server)
-        except BridgeError as exc:
-            raise CliError.from_result(exc.to_result()) from None
-        if not isinstance(spec, HttpServerSpec):
-            raise CliError(f"{name} is a stdio server; only HTTP servers sign in with OAuth")
-        return name, spec, bridge.tokens(name, spec)
+def _unreadable(exc: StoreUnreadable) -> CliError:
+    return CliError(f"the OAuth state cannot be read: {exc}", Exit.REGISTRY)
 
 
-def sign_in(args: argparse.Namespace) -> int:
-    name, spec, tokens = _signing_in(args.name)
+def _listed(read: Callable[[Path], list[T]], state_dir: Path, empty: str) -> list[T]:
     try:
-        callback = _Callback(args.port)
-    except OSError as exc:
-        raise CliError(f"cannot listen for the sign-in on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
-    try:
-        anyio.run(_sign_in, name, spec, tokens, callback, args.no_browser)
-    finally:
-        callback.close()
-    print(f"signed in to {name}; every bridge process now uses and refreshes the tokens kept in {tokens.path}")
+        found = read(state_dir)
+    except StoreUnreadable as exc:
+        raise _unreadable(exc) from None
+    if not found:
+        print(empty)
+    return found
+
+
+def pending(args: argparse.Namespace) -> int:
+    for request in _listed(list_pending, load_settings().state_dir, "No authorization request is waiting."):
+        print(
+            f"{request.pairing_code}  {request.client_name or request.client_id!r} -> {request.redirect_uri} "
+            f"(until {_when(request.expires_at)}, {request.attempts_left} attempts left)"
+        )
     return 0
 
 
-async def _sign_in(name: str, spec: HttpServerSpec, tokens: ServerTokens, callback: _Callback, no_browser: bool) -> None:
-    async def show(url: str) -> None:
-        print(f"Open this URL to sign in to {name}:\n  {url}", file=sys.stderr, flush=True)
-        if not no_browser:
-            webbrowser.open(url)
-
-    if spec.oauth is not None and spec.oauth.client_id:  # the developer's static client: no registration
-        await tokens.set_client_info(
-            OAuthClientInformationFull(client_id=spec.oauth.client_id, redirect_uris=[callback.uri], token_endpoint_auth_method="none")  # type: ignore[list-item]
+def clients(args: argparse.Namespace) -> int:
+    for client in _listed(list_clients, load_settings().state_dir, "No client is registered."):
+        print(
+            f"{client.client_id}  {client.client_name or '(no name)'!r} [{client.kind}] "
+            f"redirect {', '.join(client.redirect_uris)}; last used {_when(client.last_used_at)}; "
+            f"{client.active_tokens} active token(s)"
         )
-    auth = StoredOAuth(
-        server_url=spec.url,
-        client_metadata=oauth_client_metadata(spec, callback.uri),
-        storage=tokens,
-        redirect_handler=show,
-        callback_handler=callback.wait,
-    )
-    client = create_mcp_http_client(headers=dict(spec.headers), auth=auth)
+    return 0
+
+
+def revoke_one(args: argparse.Namespace) -> int:
     try:
-        async with client, Client(streamable_http_client(spec.url, http_client=client)) as session:
-            await session.list_tools()
-    except Exception as exc:  # any failure of the flow or the first request ends the command, said plainly  # noqa: BLE001
-        leaf = exc
-        while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
-            leaf = leaf.exceptions[0]
-        if isinstance(leaf, CliError):
-            raise leaf from None
-        raise CliError(f"signing in to {name} failed: {type(leaf).__name__}: {leaf}", Exit.DOWNSTREAM) from None
-
-
-def sign_out(args: argparse.Namespace) -> int:
-    name, _, tokens = _signing_in(args.name)
-    print(f"signed out of {name}" if tokens.forget() else f"{name} had no sign-in")
+        gone = revoke_client(load_settings().state_dir, args.client)
+    except LookupError as exc:
+        raise CliError(str(exc), Exit.NOT_FOUND) from None
+    except StoreUnreadable as exc:
+        raise _unreadable(exc) from None
+    print(f"Revoked {gone.client_id} ({gone.client_name or 'no name'}): {gone.active_tokens} token(s) no longer work.")
     return 0

@@ -10,16 +10,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
 from mcp.client.auth.exceptions import OAuthFlowError
 from mcp.shared.exceptions import MCPError
+from mcp_types import PARSE_ERROR
 from pydantic import ValidationError
 
 from bridge.downstream.framing import MAX_MESSAGE_BYTES
 from bridge.downstream.http import Redirect, http_transport
+from bridge.downstream.pinning import Resolver, system_resolver
 from bridge.downstream.redaction import redact
 from bridge.downstream.sandbox_notes import sandbox_note
 from bridge.downstream.stdio import (
@@ -31,12 +33,16 @@ from bridge.downstream.stdio import (
 from bridge.errors import BridgeError
 from bridge.internals import TransportStreams
 from bridge.models import HttpServerSpec, ServerSpec, StdioServerSpec
+from bridge.ssrf import Reach
 from bridge.wording import count
 from sandbox import Launch, SandboxConfig
 
 logger = logging.getLogger("mcp_bridge.connection")
 
 _MIB = 1024 * 1024
+EXCERPT_CHARS = 300
+# How the SDK's HTTP client words an answer it could not parse; the rest of its text is pydantic's.
+_SDK_PARSE_FAILURES = ("Failed to parse JSON response", "Failed to parse SSE message")
 
 
 @dataclass(frozen=True)
@@ -52,12 +58,21 @@ class SessionSettings:
     start_timeout: float = 180.0
     max_list_pages: int = 100
     max_tools: int = 5000
+    # Where servers the conversation added may connect (`bridge.ssrf`); the operator's reach anywhere.
+    conversation_reach: Reach = "no-metadata"
+    resolver: Resolver = field(default=system_resolver)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
+
+
+def _excerpt(text: str) -> str:
+    """What the bridge shows of a server's own words: one bounded line (redacted by `classify`)."""
+    line = " ".join(text.split())
+    return line if len(line) <= EXCERPT_CHARS else line[: EXCERPT_CHARS - 1] + "…"
 
 
 def _http_hint(status: int) -> str:
@@ -95,6 +110,9 @@ class Connection:
         self.challenged = False  # a 401 with a Bearer challenge came back
         self.requested: set[str] = set()  # every URL an HTTP request went to
         self.redirect: Redirect | None = None  # the latest redirect answer
+        self.content_type = ""  # of the latest answer
+        # Set when the SSRF check refused the target: nothing was dialled.
+        self.refused: BridgeError | None = None
         # A message over MAX_MESSAGE_BYTES was refused.
         self.oversized = False
         # Set when the session is abandoned (timeout, failure): close without a grace period.
@@ -116,7 +134,8 @@ class Connection:
         never appear in the result, even when the server quoted them back.
         """
         error = self._classify(_leaves(exc))
-        secrets = list(self.spec.headers.values()) if isinstance(self.spec, HttpServerSpec) else []
+        spec = self.spec
+        secrets = list(spec.headers.values() if isinstance(spec, HttpServerSpec) else spec.env.values())
         return redact(error, secrets)
 
     def _classify(self, leaves: list[BaseException]) -> BridgeError:
@@ -124,6 +143,8 @@ class Connection:
         for leaf in leaves:
             if isinstance(leaf, BridgeError):
                 return leaf
+        if self.refused is not None:
+            return self.refused
         if self.oversized:
             too_large = f"The server sent a message over {MAX_MESSAGE_BYTES // _MIB} MiB; the session was closed."
             return BridgeError("protocol_error", too_large)
@@ -158,15 +179,24 @@ class Connection:
             if isinstance(leaf, MCPError):
                 if child is not None and child.never_spoke_mcp:
                     return self._not_mcp(child)
-                return BridgeError("protocol_error", f"MCP error from the server: {leaf.message}", mcp_code=leaf.code)
+                if leaf.code == PARSE_ERROR and leaf.message.startswith(_SDK_PARSE_FAILURES):
+                    return self._not_jsonrpc()  # the SDK's text quotes the answer (pydantic's `input_value`)
+                message = _excerpt(leaf.message)
+                return BridgeError("protocol_error", f"MCP error from the server: {message}", mcp_code=leaf.code)
         for leaf in leaves:
             if isinstance(leaf, ValidationError):
-                first = leaf.errors()[0]
-                where = ".".join(str(part) for part in first["loc"])
-                errors = f"{leaf.title}, {count(leaf.error_count(), 'error')}; first: {where}: {first['msg']}"
-                return BridgeError("protocol_error", f"The server's answer is not valid MCP ({errors}).")
+                # Its text and its `loc` quote the answer (`input_value`, the answer's own keys): the model's name only.
+                errors = count(leaf.error_count(), "error")
+                what = f"{leaf.title[:80]}, {errors}"
+                return BridgeError("protocol_error", f"The server's answer is not valid MCP ({what}).")
         first = leaves[0]
-        return BridgeError("protocol_error", f"The session failed: {type(first).__name__}: {first}")
+        return BridgeError("protocol_error", f"The session failed: {type(first).__name__}: {_excerpt(str(first))}")
+
+    def _not_jsonrpc(self) -> BridgeError:
+        """What the bridge saw, never what the answer held: pydantic quotes values and keys of its input."""
+        statuses = self.statuses
+        seen = f" (HTTP {statuses[-1]}, {self.content_type or 'no content type'})" if statuses else ""
+        return BridgeError("protocol_error", f"The server's answer is not a JSON-RPC message{seen}.")
 
     def _sign_in_needed(self) -> BridgeError:
         """A 401 with a Bearer challenge, or a sign-in that can no longer be refreshed."""

@@ -15,9 +15,11 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
 from bridge.downstream.framing import MAX_MESSAGE_BYTES
+from bridge.downstream.pinning import PinnedTransport
 from bridge.errors import BridgeError
 from bridge.internals import TransportStreams, create_mcp_http_client
 from bridge.models import HttpServerSpec
+from bridge.ssrf import reach_for
 
 if TYPE_CHECKING:
     from bridge.downstream.connection import Connection
@@ -78,6 +80,7 @@ async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncI
         challenge = response.headers.get("www-authenticate", "").lower()
         if response.status_code == 401 and challenge.startswith("bearer") and "resource_metadata" in challenge:
             connection.challenged = True  # an OAuth-protected MCP resource (RFC 9728) said: sign in
+        connection.content_type = response.headers.get("content-type", "")[:100]
         sent_to = response.request.url.copy_with(fragment=None)
         connection.requested.add(str(sent_to))
         if response.has_redirect_location:
@@ -93,7 +96,20 @@ async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncI
 
     headers = {name: value for name, value in spec.headers.items() if name.lower() != "accept-encoding"}
     headers["Accept-Encoding"] = "identity"
-    client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(connection.settings.timeout), auth=connection.auth())
+    timeout = httpx2.Timeout(connection.settings.timeout)
+    reach = reach_for(spec.registered_by, connection.settings.conversation_reach)
+    if reach == "anywhere":  # the operator's own choice of URL: dialled as any HTTP client would
+        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=connection.auth())
+    else:
+        def refused(why: str) -> None:
+            connection.refused = BridgeError(
+                "forbidden", f"The bridge does not connect there: {why} (servers added in conversation may not)."
+            )
+
+        pinned = PinnedTransport(reach, connection.settings.resolver, refused)
+        client = httpx2.AsyncClient(
+            headers=headers, timeout=timeout, transport=pinned, trust_env=False, auth=connection.auth()
+        )
     client.event_hooks["response"] = [watch]
     transport = streamable_http_client(spec.url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES)
     async with client, transport as streams:

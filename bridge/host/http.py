@@ -1,50 +1,28 @@
 """Serving Streamable HTTP: a pre-bound socket, logs on stderr, Host and Origin checked.
 
-HTTP mode is meant to sit behind a tunnel, where anyone can reach it: Host and Origin are checked on
-every request (DNS rebinding), and a bearer token (`MCP_AUTH_TOKEN`) or an OAuth provider guards it;
-without either it binds to loopback only.
+HTTP mode is meant to sit behind a tunnel, where anyone can reach it. Every request passes, in
+order: FastMCP's Host/Origin guard (DNS rebinding), the authentication chosen in `bridge.host.auth`
+(or, with none, `LoopbackOnly`), and the per-client session bound (`bridge.host.sessions`).
 """
 
 from __future__ import annotations
 
 import copy
-import hmac
-import ipaddress
 import logging
 import socket
 
+import httpx
 import uvicorn.config
 from fastmcp import FastMCP
-from fastmcp.server.auth import AccessToken, TokenVerifier
+from starlette.middleware import Middleware
 
+from bridge.host.auth import FaceAuth
+from bridge.host.sessions import SessionsPerClient
 from bridge.settings import Settings
 
 
 class PortUnusable(Exception):
     """The port cannot be bound; the message names it and why."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class BearerToken(TokenVerifier):
-    """One static bearer token, compared in constant time (FastMCP's StaticTokenVerifier looks
-    tokens up in a dict)."""
-
-    def __init__(self, token: str) -> None:
-        super().__init__()
-        self._expected = token.encode()
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if hmac.compare_digest(token.encode(), self._expected):
-            return AccessToken(token=token, client_id="host", scopes=[])
-        return None
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -63,20 +41,29 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_http(app: FastMCP, sock: socket.socket, settings: Settings) -> None:
+def serve_http(app: FastMCP, sock: socket.socket, settings: Settings, face: FaceAuth) -> None:
     """Serve on the bound socket; uvicorn logs go to stderr.
 
-    Host/Origin protection is strict: loopback names, the bound address and `MCP_ALLOWED_HOSTS` are
-    the only Host values served (others get 421); a browser Origin must be same-origin, loopback or in
+    Host/Origin protection is strict: loopback names, the bound address, `MCP_ALLOWED_HOSTS` and the
+    public URL's host are the only Host values served (others get 421); a browser Origin must be
+    same-origin, loopback, the public URL's origin (the consent page posts from there) or in
     `MCP_ALLOWED_ORIGINS` (others get 403).
     """
     host, bound = sock.getsockname()[:2]
+    hosts, origins = list(settings.allowed_hosts), list(settings.allowed_origins)
+    if face.public_url is not None:
+        hosts += [name for name in [httpx.URL(face.public_url).host] if name not in hosts]
+        origins.append(face.public_url)
     log = logging.getLogger("mcp_bridge")
     log.info("serving Streamable HTTP at http://%s:%d/mcp", host, bound)
+    log.info("authentication: %s", face.method)
+    log.info("served without credentials: %s", face.without_credentials)
     log.info(
-        "authentication: %s; extra allowed Host names: %s",
-        "required" if app.auth is not None else "none (loopback only)",
-        ", ".join(settings.allowed_hosts) or "none (set MCP_ALLOWED_HOSTS to your tunnel's host name)",
+        "Host names served besides loopback: %s",
+        ", ".join(hosts) or "none (set MCP_ALLOWED_HOSTS to your tunnel's host name)",
+    )
+    sessions = Middleware(
+        SessionsPerClient, limit=settings.max_http_sessions_per_client, authenticated=face.provider is not None
     )
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
@@ -88,7 +75,8 @@ def serve_http(app: FastMCP, sock: socket.socket, settings: Settings) -> None:
         show_banner=False,
         sockets=[sock],
         uvicorn_config={"log_config": log_config},
+        middleware=[*face.middleware, sessions],
         host_origin_protection=True,
-        allowed_hosts=list(settings.allowed_hosts),
-        allowed_origins=list(settings.allowed_origins),
+        allowed_hosts=hosts,
+        allowed_origins=origins,
     )

@@ -20,7 +20,9 @@ from pydantic import ValidationError
 
 from bridge.host import stdio
 from bridge.host.app import build_app
-from bridge.host.http import BearerToken, PortUnusable, bind, is_loopback, serve_http
+from bridge.host.auth import AuthRefused, choose_auth
+from bridge.host.http import PortUnusable, bind, serve_http
+from bridge.internals import fastmcp_env_file
 from bridge.settings import (
     ConfigFileError,
     Settings,
@@ -64,18 +66,11 @@ def main(
         settings = Settings()
     except ValidationError as exc:
         return _fail(f"invalid configuration: {describe_error(exc)}")
-    if settings.auth_token is not None:
-        if auth is not None:
-            return _fail("MCP_AUTH_TOKEN and an auth provider are both set; choose one.")
-        auth = BearerToken(settings.auth_token.get_secret_value())
-    if args.transport == "http" and not is_loopback(args.host) and auth is None:
-        return _fail(
-            f"refusing to serve on {args.host} without authentication; set MCP_AUTH_TOKEN "
-            "(or bind to 127.0.0.1 and use a tunnel)."
-        )
+    if (problem := _env_file_read()) is not None:
+        return _fail(problem)
     try:
         servers = developer_servers(config_path(os.environ)) if config_servers is None else config_servers
-        bridge = Bridge(settings, dict(servers))
+        bridge = Bridge(settings, dict(servers), served_over_http=args.transport == "http")
     except (ConfigFileError, ValueError) as exc:
         return _fail(f"invalid configuration: {exc}")
     if bridge.workspace_problem is not None:
@@ -83,20 +78,41 @@ def main(
     if bridge.sandbox_problem is not None:
         logger.warning("stdio servers cannot start: %s", bridge.sandbox_problem)
     try:
-        app = build_app(bridge, auth)
         if args.transport == "http":
-            try:
-                sock = bind(args.host, args.port)
-            except PortUnusable as exc:
-                return _fail(str(exc))
-            serve_http(app, sock, settings)
-        else:
-            # Served on the worker loop itself: a tool call then awaits its downstream session
-            # there, with no hop between threads (uvicorn keeps the main thread for its signals).
-            try:
-                bridge.runtime.run(lambda: stdio.serve_stdio(app))
-            except KeyboardInterrupt:  # Ctrl-C: closing the bridge below stops serving and every child
-                return 130
+            return _serve_http(bridge, settings, args, auth)
+        # Served on the worker loop itself: a tool call then awaits its downstream session
+        # there, with no hop between threads (uvicorn keeps the main thread for its signals).
+        app = build_app(bridge)
+        try:
+            bridge.runtime.run(lambda: stdio.serve_stdio(app))
+        except KeyboardInterrupt:  # Ctrl-C: closing the bridge below stops serving and every child
+            return 130
     finally:
         bridge.close()
     return 0
+
+
+def _serve_http(bridge: Bridge, settings: Settings, args: argparse.Namespace, launcher: AuthProvider | None) -> int:
+    """Bind, choose the authentication (the OAuth issuer may need the bound port), serve."""
+    try:
+        sock = bind(args.host, args.port)
+    except PortUnusable as exc:
+        return _fail(str(exc))
+    try:
+        face = choose_auth(settings, args.host, sock.getsockname()[1], launcher)
+    except AuthRefused as exc:
+        sock.close()
+        return _fail(str(exc))
+    serve_http(build_app(bridge, face.provider), sock, settings, face)
+    return 0
+
+
+def _env_file_read() -> str | None:
+    """Why serving must stop because fastmcp, imported before the bridge, read a `.env` file."""
+    env_file = fastmcp_env_file()
+    if env_file != os.devnull and os.path.isfile(env_file):
+        return (
+            f"fastmcp was imported before the bridge and read its settings from {os.path.abspath(env_file)}; "
+            "import bridge first in your launcher (the bridge reads no configuration from the working directory)."
+        )
+    return None

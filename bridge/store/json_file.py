@@ -122,6 +122,8 @@ class JsonFile(Generic[T]):
             flags=portalocker.LOCK_EX | portalocker.LOCK_NB,
         )
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # portalocker would create the lock file with the umask's mode; every file here is 0600.
+        os.close(os.open(str(self.path) + ".lock", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
         try:
             lock.acquire()
         except portalocker.exceptions.AlreadyLocked:

@@ -34,6 +34,7 @@ from pydantic import TypeAdapter, ValidationError
 from bridge.errors import BridgeError, describe_validation, not_found
 from bridge.models import (
     NAME_PATTERN,
+    HttpServerSpec,
     Origin,
     ServerSpec,
     StdioServerSpec,
@@ -77,6 +78,8 @@ def parse_config_servers(servers: Mapping[str, Mapping[str, Any]]) -> dict[str, 
             spec = _SPEC.validate_python(dict(raw))
         except ValidationError as exc:
             raise ValueError(f"MCP_SERVERS[{name!r}] is invalid: {describe_validation(exc)}") from None
+        if isinstance(spec, HttpServerSpec):
+            spec = spec.model_copy(update={"registered_by": "operator"})  # the developer chose this URL
         if isinstance(spec, StdioServerSpec):
             try:
                 command = resolve_command(spec.command, path_env=os.environ.get("PATH", os.defpath))

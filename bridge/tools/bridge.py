@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import anyio.to_thread
 import httpx2
@@ -26,7 +27,7 @@ import mcp_types as types
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic import BaseModel
 
-from bridge import telemetry
+from bridge import ssrf, telemetry
 from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import SessionSettings
 from bridge.downstream.pool import Sessions
@@ -114,11 +115,15 @@ class Bridge(SyncFaces):
         settings: Settings,
         config_servers: dict[str, dict[str, object]],
         *,
-        caller: str = "host",
+        caller: Literal["host", "cli"] = "host",
+        served_over_http: bool = False,
         create_registry: bool = True,
     ) -> None:
-        """`caller` names who drives this Bridge in the audit log: the host's model, or the CLI.
-        `create_registry` creates a missing registry file (adopting the legacy one) now, at start.
+        """`caller` names who drives this Bridge: the host's model, or the CLI (the operator, whose
+        servers may point anywhere). `served_over_http`: the host face is reachable over HTTP, so
+        servers the conversation adds may not point at loopback or private addresses (unless
+        `MCP_HTTP_ALLOW_PRIVATE`). `create_registry` creates a missing registry file (adopting the
+        legacy one) now, at start.
 
         Raises `ValueError` naming the entry when the developer's config cannot be served.
         """
@@ -158,6 +163,7 @@ class Bridge(SyncFaces):
                 start_timeout=settings.start_timeout,
                 max_list_pages=settings.max_list_pages,
                 max_tools=settings.max_tools,
+                conversation_reach="public" if served_over_http and not settings.http_allow_private else "no-metadata",
             ),
             Backoff(after=settings.backoff_after, max_s=settings.backoff_max_s, clock=time.monotonic),
             ChildSupport(proxy=self.proxy, home_key=self.home_key, on_new_repositories=self._new_repositories),
@@ -284,9 +290,22 @@ class Bridge(SyncFaces):
         if isinstance(spec, StdioServerSpec) and self.workspace_problem is not None:
             raise BridgeError("spawn_failed", f"Stdio servers cannot start here: {self.workspace_problem}.")
         if isinstance(spec, HttpServerSpec) and spec.headers:
-            headers = secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ)
+            headers = secrets.resolve(
+                spec.headers, spec.url, self.settings.secret_env_allow, os.environ, operator=spec.registered_by == "operator"
+            )
             spec = spec.model_copy(update={"headers": headers})
         return name, spec
+
+    def _admit_url(self, spec: HttpServerSpec) -> HttpServerSpec:
+        """The spec stamped with who chose its URL, once the SSRF rules for that chooser allow it."""
+        registered_by = "operator" if self.caller == "cli" else "conversation"
+        reach = ssrf.reach_for(registered_by, self.sessions.settings.conversation_reach)
+        why = ssrf.url_refusal(spec.url, reach)
+        if why is not None:
+            hint = " (the operator may allow private addresses with MCP_HTTP_ALLOW_PRIVATE)" if reach == "public" else ""
+            raise BridgeError("forbidden", f"A server added in conversation may not point there: {why}{hint}.")
+        secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ, operator=registered_by == "operator")
+        return spec.model_copy(update={"registered_by": registered_by})
 
     def _policy(self, name: str) -> ToolPolicy | None:
         """The developer's tool policy for `name`: it binds the name, so a dynamic shadow cannot shed it."""
@@ -367,8 +386,8 @@ class Bridge(SyncFaces):
                 workspace=self.settings.workspace,
             )
             require_transport(self.settings, spec)
-            if isinstance(spec, HttpServerSpec):  # an unresolvable reference is refused now, not at connect
-                secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ)
+            if isinstance(spec, HttpServerSpec):  # a forbidden target or unresolvable reference: refused now
+                spec = self._admit_url(spec)
             else:  # the plan scans the workspace: off the event loop
                 await anyio.to_thread.run_sync(self._refuse_unrunnable, checked, spec)
             before = self.registry.dynamic().get(checked)

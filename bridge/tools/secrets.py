@@ -2,9 +2,10 @@
 
 The registry stores the reference; the value is read from the bridge's own environment only when a
 connection is made, so a token never passes through the conversation, the registry or a listing.
-Only names the operator lists in `MCP_SECRET_ENV_ALLOW` resolve, each optionally bound to the hosts
-it may be sent to (`GITHUB_TOKEN@api.githubcopilot.com`): otherwise a model could add a server at
-any URL with `${env:AWS_SECRET_ACCESS_KEY}` in a header and have the bridge send it there.
+Only names the operator lists in `MCP_SECRET_ENV_ALLOW` resolve, each bound to the one origin it may
+be sent to (`GITHUB_TOKEN@https://api.githubcopilot.com:443`: scheme, host, port): otherwise a
+model could add a server at any URL with `${env:AWS_SECRET_ACCESS_KEY}` in a header and have the
+bridge send it there. A name listed without a binding serves only servers the operator registered.
 """
 
 from __future__ import annotations
@@ -12,40 +13,47 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from urllib.parse import urlsplit
+
+import httpx2
 
 from bridge.errors import BridgeError
+from bridge.settings import ENV_NAME, SecretBinding, parse_allow
+from bridge.ssrf import normalise_host
 
 REFERENCE = re.compile(r"\$\{env:([^}]*)\}")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-HOST_PATTERN = re.compile(r"[A-Za-z0-9.*?:\[\]-]+")
 
 
-def parse_allow(entry: str) -> tuple[str, str | None]:
-    """`NAME` or `NAME@host-pattern` -> (name, host pattern or None); ValueError when malformed."""
-    name, at, host = entry.partition("@")
-    if not ENV_NAME.fullmatch(name) or (at and not HOST_PATTERN.fullmatch(host)):
-        raise ValueError(f"{entry!r} is not NAME or NAME@host (host may use * wildcards)")
-    return name, host.lower() or None
+def _origin(url: str) -> tuple[str, str, int]:
+    parsed = httpx2.URL(url)
+    return parsed.scheme, normalise_host(url), parsed.port or (443 if parsed.scheme == "https" else 80)
 
 
-def _check(name: str, url: str, allow: tuple[str, ...], environ: Mapping[str, str]) -> str:
+def _binds(binding: SecretBinding, origin: tuple[str, str, int], operator: bool) -> bool:
+    if binding.host is None:
+        return operator
+    scheme, host, port = origin
+    return binding.scheme == scheme and binding.port == port and fnmatchcase(host, binding.host)
+
+
+def _check(name: str, url: str, allow: tuple[str, ...], environ: Mapping[str, str], operator: bool) -> str:
     """The value of `name` if it may be sent to `url`; else an `invalid_argument` that names only the variable."""
     if not ENV_NAME.fullmatch(name):
         raise BridgeError("invalid_argument", f"${{env:{name[:64]}}} is not a valid environment variable reference")
-    host = (urlsplit(url).hostname or "").lower()
-    rules = [pattern for allowed, pattern in map(parse_allow, allow) if allowed == name]
+    rules = [binding for binding in map(parse_allow, allow) if binding.name == name]
     if not rules:
         raise BridgeError(
             "invalid_argument",
             f"${{env:{name}}} is not allowed: the operator lists the variables headers may use in MCP_SECRET_ENV_ALLOW.",
             variable=name,
         )
-    if not any(pattern is None or fnmatchcase(host, pattern) for pattern in rules):
-        allowed_hosts = ", ".join(sorted(pattern for pattern in rules if pattern))
+    origin = _origin(url)
+    if not any(_binds(binding, origin, operator) for binding in rules):
+        bound = sorted(str(binding).partition("@")[2] for binding in rules if binding.host is not None)
+        where = ", ".join(bound) or "servers the operator registered (bind it as NAME@https://host:port)"
+        scheme, host, port = origin
         raise BridgeError(
             "invalid_argument",
-            f"${{env:{name}}} may only be sent to {allowed_hosts}, not to {host}.",
+            f"${{env:{name}}} may only be sent to {where}, not to {scheme}://{host}:{port}.",
             variable=name,
         )
     value = environ.get(name)
@@ -57,11 +65,17 @@ def _check(name: str, url: str, allow: tuple[str, ...], environ: Mapping[str, st
 
 
 def resolve(
-    headers: Mapping[str, str], url: str, allow: tuple[str, ...], environ: Mapping[str, str]
+    headers: Mapping[str, str],
+    url: str,
+    allow: tuple[str, ...],
+    environ: Mapping[str, str],
+    *,
+    operator: bool,
 ) -> dict[str, str]:
-    """The headers with every `${env:NAME}` replaced by its value: at add time to check, at connect time to send."""
+    """The headers with every `${env:NAME}` replaced by its value: at add time to check, at connect
+    time to send. `operator`: the server was registered by the operator, not the conversation."""
     return {
-        key: REFERENCE.sub(lambda match: _check(match.group(1), url, allow, environ), value)
+        key: REFERENCE.sub(lambda match: _check(match.group(1), url, allow, environ, operator), value)
         for key, value in headers.items()
     }
 

@@ -21,6 +21,16 @@ from bridge.models import NAME_PATTERN, HttpServerSpec, StdioServerSpec
 # RFC 7230 token characters for a header name; values must be printable, single-line text.
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
 _HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]{0,8192}$")
+# Headers that steer the request itself (hop-by-hop, framing, routing) or that unlock a cloud
+# metadata service: a registered server must not be able to set them (RFC 9110 §7.6.1, SSRF).
+_RESERVED_HEADERS = frozenset(
+    {
+        "host", "connection", "keep-alive", "transfer-encoding", "content-length", "upgrade", "te", "trailer",
+        "forwarded", "via", "x-real-ip", "true-client-ip", "cf-connecting-ip",
+        "metadata-flavor", "metadata", "x-google-metadata-request",
+    }
+)
+_RESERVED_PREFIXES = ("proxy-", "x-forwarded-", "x-aws-ec2-metadata-token")
 _MAX_URL = 2048
 _MAX_JSON = 1_000_000
 _MAX_ARGS = 256
@@ -122,6 +132,11 @@ def headers(text: object) -> dict[str, str]:
     for key, item in value.items():
         if not _HEADER_NAME.fullmatch(key):
             raise _invalid("headers_json has an invalid header name", header=key[:64])
+        lowered = key.lower()
+        if lowered in _RESERVED_HEADERS or lowered.startswith(_RESERVED_PREFIXES):
+            raise BridgeError(
+                "forbidden", f"header {key!r} cannot be registered: it steers the connection or a metadata service"
+            )
         if not isinstance(item, str) or not item.isascii() or not _HEADER_VALUE.fullmatch(item):
             # The value may be a secret: name the header, never echo the value.
             raise _invalid(f"header {key!r} must be a single-line string of printable ASCII")

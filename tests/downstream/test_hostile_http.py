@@ -23,6 +23,7 @@ from hostile_support import (
     real_bridge,
     timed,
 )
+from servers.hostile_http import PLANTED
 
 from bridge.errors import ErrorResult
 
@@ -53,8 +54,12 @@ MATRIX = {
     "redirect-to-another-origin": Server("hostile", "/elsewhere", "http_error", "to https://example.invalid/mcp)"),
     "endless-json-body": Server("hostile", "/endless-json", "protocol_error", "over 16 MiB"),
     "endless-sse-event": Server("hostile", "/endless-sse", "protocol_error", "16777216 byte limit"),
-    "gzip-bomb": Server("hostile", "/gzip-bomb", "protocol_error", "Failed to parse JSON"),
+    "gzip-bomb": Server("hostile", "/gzip-bomb", "protocol_error", "not a JSON-RPC message (HTTP 200, application/json)"),
     "quotes-the-headers-back": Server("hostile", "/reflect", "protocol_error", "Authorization: [redacted]"),
+    "quotes-a-piece-of-each-header": Server("hostile", "/reflect-piece", "protocol_error", "X-Api-Key: [redacted]"),
+    "json-that-is-not-json-rpc": Server(
+        "hostile", "/not-jsonrpc", "protocol_error", "not a JSON-RPC message (HTTP 200, application/json)"
+    ),
 }
 
 
@@ -68,8 +73,9 @@ def bases() -> Iterator[dict[str, str]]:
 
 
 def assert_no_secret(text: str) -> None:
+    """No secret, nor any 8-character piece of one."""
     for secret in (SECRET, API_KEY):
-        assert secret not in text
+        assert not [secret[i : i + 8] for i in range(len(secret) - 7) if secret[i : i + 8] in text], text
 
 
 @pytest.mark.parametrize("server", MATRIX.values(), ids=MATRIX.keys())
@@ -88,6 +94,7 @@ def test_a_hostile_http_server_gets_its_code_in_bounded_time_and_never_sees_its_
     assert elapsed < BOUND_S
     assert_no_secret(reply.text)
     assert_no_secret(data.model_dump_json())
+    assert PLANTED not in reply.text and PLANTED not in data.model_dump_json()  # nothing of the answer is quoted
     assert_no_secret(caplog.text)
 
 
@@ -102,12 +109,13 @@ def test_a_redirect_elsewhere_names_the_target_without_its_query(make_bridge: Ma
 def test_a_real_bridge_stays_small_through_endless_bodies_and_a_gzip_bomb(bases: dict[str, str]) -> None:
     with real_bridge() as bridge:
         codes: dict[str, str] = {}
-        for path in ("/endless-json", "/endless-sse", "/gzip-bomb", "/reflect"):
+        for path in ("/endless-json", "/endless-sse", "/gzip-bomb", "/reflect", "/reflect-piece", "/not-jsonrpc"):
             bridge.add("hostile", url=bases["hostile"] + path, headers_json=json.dumps(HEADERS))
             failed, elapsed = bridge.call("hostile", "echo")
             codes[path] = ErrorResult.model_validate(failed).code
             assert elapsed < BOUND_S
             assert_no_secret(json.dumps(failed))
+            assert PLANTED not in json.dumps(failed)
         peak = peak_rss_mib(bridge.pid)
         log = bridge.process.stderr
 

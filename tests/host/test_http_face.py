@@ -15,7 +15,6 @@ from pathlib import Path
 import httpx
 import pytest
 from bridge_proc import (
-    ACCEPT,
     BRIDGE,
     ROOT,
     HttpBridge,
@@ -23,13 +22,12 @@ from bridge_proc import (
     host_env,
     http_bridge,
     http_peer,
-    initialize_params,
+    post_initialize,
     workdirs,
 )
 from helpers import fixture_path, start_http_fixture
 
 TOKEN = "test-token-" + "7f3a9c2e5b1d4068"
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params("2025-06-18", "openai-mcp")}
 
 
 @pytest.fixture
@@ -42,10 +40,6 @@ def dirs() -> Iterator[dict[str, str]]:
 def bridge(dirs: dict[str, str]) -> Iterator[HttpBridge]:
     with http_bridge(host_env(dirs)) as running:
         yield running
-
-
-def post_initialize(url: str, **headers: str) -> httpx.Response:
-    return httpx.post(url, json=INITIALIZE, headers={**ACCEPT, **headers}, follow_redirects=False, timeout=30)
 
 
 # --- path and sessions -----------------------------------------------------------------------
@@ -99,12 +93,13 @@ def test_a_same_origin_request_is_served(bridge: HttpBridge) -> None:
     assert post_initialize(bridge.url, Origin=origin).status_code == 200
 
 
-def test_a_tunnel_host_named_in_mcp_allowed_hosts_is_served(dirs: dict[str, str]) -> None:
-    env = host_env(dirs, MCP_ALLOWED_HOSTS="bridge.example, *.trycloudflare.com")
+def test_a_tunnel_host_named_in_mcp_allowed_hosts_is_served_to_its_token_holder(dirs: dict[str, str]) -> None:
+    env = host_env(dirs, MCP_ALLOWED_HOSTS="bridge.example, *.trycloudflare.com", MCP_AUTH_TOKEN=TOKEN)
+    bearer = f"Bearer {TOKEN}"
     with http_bridge(env) as running:
-        assert post_initialize(running.url, Host="bridge.example").status_code == 200
-        assert post_initialize(running.url, Host="quiet-owl.trycloudflare.com").status_code == 200
-        assert post_initialize(running.url, Host="evil.example").status_code == 421
+        assert post_initialize(running.url, Host="bridge.example", Authorization=bearer).status_code == 200
+        assert post_initialize(running.url, Host="quiet-owl.trycloudflare.com", Authorization=bearer).status_code == 200
+        assert post_initialize(running.url, Host="evil.example", Authorization=bearer).status_code == 421
 
 
 def test_an_origin_named_in_mcp_allowed_origins_is_served(dirs: dict[str, str]) -> None:
@@ -159,7 +154,7 @@ def test_a_public_bind_is_served_when_a_token_guards_it(dirs: dict[str, str]) ->
         url = running.url.replace("0.0.0.0", "127.0.0.1")
         assert post_initialize(url).status_code == 401
         assert post_initialize(url, Authorization=f"Bearer {TOKEN}").status_code == 200
-    assert "authentication: required" in running.stderr
+    assert "authentication: bearer token" in running.stderr
 
 
 # --- the host's credentials stay with the bridge ---------------------------------------------
@@ -171,7 +166,8 @@ def call_through(peer: HttpPeer, server: str, tool: str, arguments: dict[str, ob
 
 
 def test_the_hosts_token_never_reaches_a_downstream_http_server_or_the_log(dirs: dict[str, str]) -> None:
-    with start_http_fixture("headers_echo.py") as (base, _), http_bridge(host_env(dirs, MCP_AUTH_TOKEN=TOKEN)) as running:
+    env = host_env(dirs, MCP_AUTH_TOKEN=TOKEN, MCP_HTTP_ALLOW_PRIVATE="1")  # the fixture is on loopback
+    with start_http_fixture("headers_echo.py") as (base, _), http_bridge(env) as running:
         with http_peer(running.url, {"Authorization": f"Bearer {TOKEN}", "Cookie": f"session={TOKEN}"}) as peer:
             peer.handshake("2025-11-25", "openai-mcp")
             server = {"name": "hdr", "url": f"{base}/mcp", "headers_json": '{"X-Downstream": "granted"}'}
@@ -217,6 +213,7 @@ def test_the_readme_oauth_launcher_serves_discovery_and_client_registration_for_
         GITHUB_CLIENT_ID="Ov23-test-client",
         GITHUB_CLIENT_SECRET="test-client-secret",
         BRIDGE_PUBLIC_URL="https://bridge.example",
+        MCP_AUTH_ALLOWED_USERS="octocat",
     )
     command = [sys.executable, str(launcher), "--transport", "http", "--port", "0"]
     with http_bridge(env, command=command) as running:

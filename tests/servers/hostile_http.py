@@ -11,6 +11,9 @@ HTTP level, for the bridge's hostile-HTTP matrix (statuses and HTML are in http_
   about 64 KB on the wire that inflate to 64 MiB of zeros.
 - ``/reflect``: 200 ``application/json``, a JSON-RPC error whose message quotes every request
   header back (as careless servers do with "invalid token ..."), under the request's id.
+- ``/reflect-piece``: the same, quoting only a 10-character piece from the middle of each header value.
+- ``/not-jsonrpc``: 200 ``application/json``, JSON that is no JSON-RPC message, holding ``PLANTED``
+  as a value and as a key (what a validator quoting its input would leak).
 Binds 127.0.0.1 on a free port and prints ``PORT <n>`` on stdout before serving. ``--http`` and
 other arguments are accepted and ignored (so it starts like the FastMCP fixtures).
 """
@@ -22,6 +25,7 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHUNK = b"x" * 65536
+PLANTED = "planted-downstream-value-5e1f"
 BOMB_MIB = 64
 
 
@@ -55,6 +59,10 @@ class Handler(BaseHTTPRequestHandler):
                 self.gzip_bomb()
             elif path == "/reflect":
                 self.reflect(body)
+            elif path == "/reflect-piece":
+                self.reflect(body, piece=True)
+            elif path == "/not-jsonrpc":
+                self.json({"status": "ok", "data": PLANTED, PLANTED: {"nested": [PLANTED]}})
             else:
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
@@ -86,14 +94,20 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def reflect(self, body: bytes) -> None:
+    def reflect(self, body: bytes, piece: bool = False) -> None:
         try:
             request_id = json.loads(body).get("id")
         except (ValueError, AttributeError):
             request_id = None
-        quoted = "; ".join(f"{name}: {value}" for name, value in self.headers.items())
+        quoted = "; ".join(
+            f"{name}: {value[len(value) // 2 - 5 : len(value) // 2 + 5] if piece else value}"
+            for name, value in self.headers.items()
+        )
         error = {"code": -32001, "message": f"invalid credentials, you sent {quoted}"}
-        payload = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+        self.json({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+    def json(self, document: object) -> None:
+        payload = json.dumps(document).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))

@@ -19,13 +19,15 @@ from bridge.tools import secrets
 TOKEN = "ghp_resolved-secret-value-0123456789"
 
 
-def resolve(headers: dict[str, str], url: str = "https://api.example.com/mcp", *allow: str) -> dict[str, str]:
-    return secrets.resolve(headers, url, allow, {"TOKEN": TOKEN, "EMPTY": ""})
+def resolve(
+    headers: dict[str, str], url: str = "https://api.example.com/mcp", *allow: str, operator: bool = False
+) -> dict[str, str]:
+    return secrets.resolve(headers, url, allow, {"TOKEN": TOKEN, "EMPTY": ""}, operator=operator)
 
 
 def test_a_reference_resolves_inside_a_value_and_plain_values_stay() -> None:
     headers = {"Authorization": "Bearer ${env:TOKEN}", "X-Plain": "plain $ {env:TOKEN}"}
-    assert resolve(headers, "https://api.example.com/mcp", "TOKEN") == {
+    assert resolve(headers, "https://api.example.com/mcp", "TOKEN@api.example.com") == {
         "Authorization": f"Bearer {TOKEN}",
         "X-Plain": "plain $ {env:TOKEN}",
     }
@@ -36,9 +38,10 @@ def test_a_reference_resolves_inside_a_value_and_plain_values_stay() -> None:
     [
         ("${env:TOKEN}", (), "MCP_SECRET_ENV_ALLOW"),
         ("${env:TOKEN}", ("OTHER",), "MCP_SECRET_ENV_ALLOW"),
-        ("${env:TOKEN}", ("TOKEN@github.com",), "may only be sent to github.com, not to api.example.com"),
-        ("${env:MISSING}", ("MISSING",), "not set"),
-        ("${env:EMPTY}", ("EMPTY",), "not set"),
+        ("${env:TOKEN}", ("TOKEN@github.com",), "only be sent to https://github.com:443, not to https://api.example.com:443"),
+        ("${env:TOKEN}", ("TOKEN",), "only be sent to servers the operator registered"),
+        ("${env:MISSING}", ("MISSING@api.example.com",), "not set"),
+        ("${env:EMPTY}", ("EMPTY@api.example.com",), "not set"),
         ("${env:1BAD}", ("TOKEN",), "not a valid"),
     ],
 )
@@ -57,7 +60,40 @@ def test_a_host_pattern_binds_the_secret_to_matching_hosts() -> None:
         resolve({"A": "${env:TOKEN}"}, "https://example.com.evil.net/mcp", "TOKEN@*.example.com")
 
 
-@pytest.mark.parametrize("entry", ["", "1X", "A@", "A B", "A@host@x"])
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://api.example.com/mcp", True),
+        ("https://api.example.com:443/mcp", True),
+        ("https://api.example.com./mcp", True),  # the trailing dot names the same host
+        ("http://api.example.com/mcp", False),  # plain http: the token would travel in clear
+        ("https://api.example.com:8443/mcp", False),  # another port is another server
+        ("https://api.example.com.evil.net/mcp", False),
+    ],
+)
+def test_a_secret_binds_to_scheme_host_and_port(url: str, allowed: bool) -> None:
+    if allowed:
+        assert resolve({"A": "${env:TOKEN}"}, url, "TOKEN@https://api.example.com:443")["A"] == TOKEN
+    else:
+        with pytest.raises(BridgeError) as caught:
+            resolve({"A": "${env:TOKEN}"}, url, "TOKEN@https://api.example.com:443")
+        assert TOKEN not in caught.value.message
+
+
+def test_plain_http_needs_the_operator_to_say_so_in_the_binding() -> None:
+    assert resolve({"A": "${env:TOKEN}"}, "http://127.0.0.1:8080/mcp", "TOKEN@http://127.0.0.1:8080")["A"] == TOKEN
+    with pytest.raises(BridgeError):
+        resolve({"A": "${env:TOKEN}"}, "http://127.0.0.1:8080/mcp", "TOKEN@127.0.0.1")  # short form: https:443
+
+
+def test_a_name_without_binding_serves_only_the_operators_servers() -> None:
+    assert resolve({"A": "${env:TOKEN}"}, "https://any.example/mcp", "TOKEN", operator=True)["A"] == TOKEN
+    with pytest.raises(BridgeError) as caught:
+        resolve({"A": "${env:TOKEN}"}, "https://any.example/mcp", "TOKEN", operator=False)
+    assert "NAME@https://host:port" in caught.value.message
+
+
+@pytest.mark.parametrize("entry", ["", "1X", "A@", "A B", "A@host@x", "A@ftp://host", "A@host:x", "A@host:0"])
 def test_malformed_allow_entries_are_refused(entry: str) -> None:
     with pytest.raises(ValueError):
         secrets.parse_allow(entry)
@@ -76,7 +112,8 @@ def test_the_registry_keeps_the_reference_and_the_server_gets_the_value(
     make_bridge: MakeBridge, bridge_dirs: BridgeDirs, headers_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MCP_TEST_TOKEN", TOKEN)
-    bridge = make_bridge(secret_env_allow=("MCP_TEST_TOKEN@127.0.0.1",))
+    port = headers_url.split(":")[2].split("/")[0]
+    bridge = make_bridge(secret_env_allow=(f"MCP_TEST_TOKEN@http://127.0.0.1:{port}",))
     headers_json = json.dumps({"Authorization": "Bearer ${env:MCP_TEST_TOKEN}"})
     ok(bridge.add_server("echo", url=headers_url, headers_json=headers_json))
     stored = json.loads(bridge_dirs.registry.read_text())["servers"]["echo"]["headers"]
@@ -96,7 +133,7 @@ def test_an_error_never_shows_the_resolved_value(
     make_bridge: MakeBridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MCP_TEST_TOKEN", TOKEN)
-    bridge = make_bridge(secret_env_allow=("MCP_TEST_TOKEN",), backoff_after=100)
+    bridge = make_bridge(secret_env_allow=("MCP_TEST_TOKEN@http://127.0.0.1:9",), backoff_after=100)
     headers_json = json.dumps({"Authorization": "Bearer ${env:MCP_TEST_TOKEN}"})
     ok(bridge.add_server("gone", url="http://127.0.0.1:9/mcp", headers_json=headers_json))
     data = error(bridge.list_tools("gone"), "connect_failed")
@@ -122,7 +159,8 @@ def test_a_variable_removed_after_adding_fails_the_connection_clearly(
     make_bridge: MakeBridge, headers_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MCP_TEST_TOKEN", TOKEN)
-    bridge = make_bridge(secret_env_allow=("MCP_TEST_TOKEN",))
+    port = headers_url.split(":")[2].split("/")[0]
+    bridge = make_bridge(secret_env_allow=(f"MCP_TEST_TOKEN@http://127.0.0.1:{port}",))
     ok(bridge.add_server("echo", url=headers_url, headers_json='{"A": "${env:MCP_TEST_TOKEN}"}'))
     monkeypatch.delenv("MCP_TEST_TOKEN")
     assert "not set" in error(bridge.call_tool("echo", "seen_headers"), "invalid_argument").message
