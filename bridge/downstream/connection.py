@@ -40,9 +40,9 @@ class SessionSettings:
     max_sessions: int = 16
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
+def leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
     return [exc]
 
 
@@ -84,7 +84,7 @@ class Connection:
         Call it after the transport has closed, so a dead child's exit code is known. Header values
         never appear in the result, even when the server quoted them back.
         """
-        error = self._classify(_leaves(exc))
+        error = self._classify(leaves(exc))
         secrets = list(self.spec.headers.values()) if isinstance(self.spec, HttpServerSpec) else []
         return redact(error, secrets)
 

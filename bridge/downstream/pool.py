@@ -12,6 +12,15 @@ Rules:
   at shutdown; the next call opens a fresh one, so a dead child costs one error;
 - a server's tool list is fetched once per session and refreshed on
   `notifications/tools/list_changed` or when a call names a tool the cache does not know;
+- sessions are keyed on the server *and* the calling host's `Abilities` (`bridge.downstream.relay`):
+  a session advertises what its host can answer, no more. Without asks or logs a session is
+  shared by concurrent calls and spoken in the 2026-07-28 era where the server has it; a session
+  whose host can answer asks (elicitation, sampling) or wants logs carries one call at a time,
+  since those messages name no request on the wire, and several such sessions may be live for one
+  server. Sessions for a host with asks or roots try the handshake era first (only there can a
+  server send requests of its own), falling back to 2026-07-28 for a server that refuses it;
+- while a call runs, what the server sends back goes to that call's `CallRelay`; the deadline
+  (`timeout`) stops while the host's person answers an ask;
 - a server that keeps failing to start or connect is held back (`bridge.downstream.backoff`): calls get its
   last error at once until the hold passes; eviction (a re-registration) lifts the hold.
 """
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -28,19 +38,22 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client
-from mcp.client.session import IncomingMessage
-from mcp.shared.exceptions import MCPError
+from mcp.client.session import ClientRequestContext, IncomingMessage
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from bridge import __version__
+from bridge import __version__, internals
 from bridge.downstream.backoff import Backoff
-from bridge.downstream.connection import Connection, SessionSettings
+from bridge.downstream.connection import Connection, SessionSettings, leaves
+from bridge.downstream.relay import Abilities, CallRelay, Clock, roots_for
 from bridge.errors import BridgeError, unknown_tool
 from bridge.models import ServerSpec
 
 logger = logging.getLogger("mcp_bridge.sessions")
 
 CLIENT_INFO = types.Implementation(name="mcp-bridge", version=__version__)
+_MAX_PAGES = 100  # of a resource listing: a server that pages forever cannot hold a read
 T = TypeVar("T")
 
 
@@ -48,7 +61,9 @@ T = TypeVar("T")
 class _Live:
     name: str
     connection: Connection
+    abilities: Abilities
     client: Client | None = None
+    calls: list[CallRelay] = field(default_factory=list)  # the calls running on it
     tools: dict[str, types.Tool] | None = None
     in_use: int = 0
     last_used: float = 0.0
@@ -70,6 +85,24 @@ class _Live:
         self.kill = self.kill or kill
         self.wake.set()
 
+    def relay(self) -> CallRelay:
+        """Where what the server sends goes: the call running on the session, when there is just
+        one (always so on an exclusive session); else a relay that declines asks, drops logs and
+        answers roots (a shared session advertised no asks, and no call on it asked for logs)."""
+        if len(self.calls) == 1:
+            return self.calls[0]
+        return CallRelay(channel=None, roots=roots_for(self.spec, self.connection.settings.workspace))
+
+    def free_for(self, spec: ServerSpec, abilities: Abilities) -> bool:
+        if self.stopping or self.spec != spec or self.abilities != abilities:
+            return False
+        return not (abilities.exclusive and self.in_use)
+
+
+def _refused(exc: BaseException) -> bool:
+    """The server answered the handshake with an error (a 2026-07-28-only server does)."""
+    return any(isinstance(leaf, MCPError) and leaf.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT) for leaf in leaves(exc))
+
 
 class Sessions:
     """The pool. `serve()` must run on the worker loop for as long as sessions may be used."""
@@ -77,10 +110,11 @@ class Sessions:
     def __init__(self, settings: SessionSettings, backoff: Backoff) -> None:
         self.settings = settings
         self.backoff = backoff
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, list[_Live]] = {}
         self._tg: TaskGroup | None = None
         self._opening: dict[str, anyio.Lock] = {}
         self._freed = anyio.Event()
+        self._modern_only: set[str] = set()  # servers that refused the handshake
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Hold the task group that owner tasks live in; cancelling it closes every session."""
@@ -99,24 +133,27 @@ class Sessions:
         """
         started = False
         opening = anyio.CancelScope(deadline=anyio.current_time() + self.settings.timeout)
+        handshake_first = live.abilities.handshake_first and live.name not in self._modern_only
         try:
             with opening:
-                async with Client(
-                    live.connection.transport(),
-                    mode="auto",
-                    client_info=CLIENT_INFO,
-                    read_timeout_seconds=self.settings.timeout,
-                    cache=None,
-                    message_handler=self._message_handler(live),
-                ) as client:
-                    live.client = client
-                    live.touch()
-                    opening.deadline = math.inf
-                    started = True
-                    task_status.started()
-                    await self._hold(live)
-                    live.stopping = True  # from here on, callers open a new session instead
-                    live.connection.kill = live.kill
+                for mode in ("legacy", "auto") if handshake_first else ("auto",):
+                    try:
+                        async with self._client(live, mode) as client:
+                            await self._set_log_level(live, client)
+                            live.client = client
+                            live.touch()
+                            opening.deadline = math.inf
+                            started = True
+                            task_status.started()
+                            await self._hold(live)
+                            live.stopping = True  # from here on, callers open a new session instead
+                            live.connection.kill = live.kill
+                        break
+                    except Exception as exc:
+                        if started or mode != "legacy" or not _refused(exc):
+                            raise
+                        self._modern_only.add(live.name)
+                        live.connection = Connection(live.spec, self.settings)  # a fresh child for the retry
             if opening.cancelled_caught and not started:
                 raise live.connection.classify(TimeoutError())
         except anyio.get_cancelled_exc_class():
@@ -128,9 +165,55 @@ class Sessions:
             logger.info("session %s ended: %s", live.name, error.message)
         finally:
             live.closed.set()
-            if self._live.get(live.name) is live:
-                del self._live[live.name]
+            lives = self._live.get(live.name, [])
+            if live in lives:
+                lives.remove(live)
             self._freed.set()
+
+    def _client(self, live: _Live, mode: str) -> Client:
+        """A client advertising exactly the host's abilities, whose callbacks reach the running call."""
+        async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+            return await live.relay().elicit(params)
+
+        async def sample(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+            return await live.relay().sample(params)
+
+        async def list_roots(context: ClientRequestContext) -> types.ListRootsResult:
+            return await live.relay().list_roots()
+
+        async def log(params: types.LoggingMessageNotificationParams) -> None:
+            await live.relay().log(params)
+
+        client = Client(
+            live.connection.transport(),
+            mode=mode,
+            client_info=CLIENT_INFO,
+            # No per-request clock: `_use` holds each operation's deadline, which stops while a
+            # person answers an ask (an SDK request timeout would not).
+            read_timeout_seconds=None,
+            cache=None,
+            message_handler=self._message_handler(live),
+            # Every callback is set, so that a server asking beyond what was advertised gets a
+            # proper answer (a decline, and a note for the model); the advertisement is exact.
+            elicitation_callback=elicit,
+            sampling_callback=sample,
+            list_roots_callback=list_roots,
+            logging_callback=log,
+            log_level=live.abilities.log_level,
+        )
+        internals.advertise_exactly(client, live.abilities.capabilities())
+        return client
+
+    async def _set_log_level(self, live: _Live, client: Client) -> None:
+        """In the handshake era logs are asked for once per session (2026-07-28: per request)."""
+        level = live.abilities.log_level
+        if level is None or client.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return
+        if client.server_capabilities.logging is None:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level(level)
 
     async def _hold(self, live: _Live) -> None:
         """Wait until asked to stop, or until the session has been idle for `idle_s`."""
@@ -154,25 +237,26 @@ class Sessions:
 
     # -- caller side --------------------------------------------------------------------------
 
-    async def _acquire(self, name: str, connection: Connection) -> _Live:
+    async def _acquire(self, name: str, connection: Connection, abilities: Abilities) -> _Live:
         spec = connection.spec
         lock = self._opening.setdefault(name, anyio.Lock())
         async with lock:
-            live = self._live.get(name)
-            if live is not None and (live.stopping or live.spec != spec):
-                await self._close(live, kill=False)
-                live = None
+            for stale in [live for live in self._live.get(name, []) if live.spec != spec and not live.stopping]:
+                await self._close(stale, kill=False)
+            live = next((live for live in self._live.get(name, []) if live.free_for(spec, abilities)), None)
             if live is None:
                 self.backoff.check(name, spec)
                 await self._make_room()
                 # Born in use: the owner must not see an idle session before its first caller.
-                live = _Live(name=name, connection=connection, in_use=1)
+                live = _Live(name=name, connection=connection, abilities=abilities, in_use=1)
                 assert self._tg is not None, "Sessions.serve() is not running"
-                self._live[name] = live
+                self._live.setdefault(name, []).append(live)
                 try:
                     await self._tg.start(self._own, live)
                 except BaseException as exc:
-                    self._live.pop(name, None)
+                    lives = self._live.get(name, [])
+                    if live in lives:
+                        lives.remove(live)
                     if isinstance(exc, BridgeError):
                         self.backoff.failed(name, spec, exc)
                     raise
@@ -186,9 +270,12 @@ class Sessions:
         live.in_use -= 1
         live.touch()
 
+    def _all(self) -> list[_Live]:
+        return [live for lives in self._live.values() for live in lives]
+
     async def _make_room(self) -> None:
-        while len(self._live) >= self.settings.max_sessions:
-            idle = [live for live in self._live.values() if not live.in_use]
+        while len(self._all()) >= self.settings.max_sessions:
+            idle = [live for live in self._all() if not live.in_use]
             if idle:
                 await self._close(min(idle, key=lambda live: live.last_used), kill=False)
                 continue
@@ -196,30 +283,46 @@ class Sessions:
             await self._freed.wait()
 
     async def _close(self, live: _Live, *, kill: bool) -> None:
-        if self._live.get(live.name) is live:
-            del self._live[live.name]
+        lives = self._live.get(live.name, [])
+        if live in lives:
+            lives.remove(live)
         live.request_stop(kill=kill)
         await live.closed.wait()
 
     async def evict(self, name: str) -> None:
-        """Close a server's session now and lift any back-off (its entry changed or was removed)."""
+        """Close a server's sessions now and lift any back-off (its entry changed or was removed)."""
         self.backoff.reset(name)
-        live = self._live.get(name)
-        if live is not None:
+        self._modern_only.discard(name)
+        for live in list(self._live.get(name, [])):
             await self._close(live, kill=False)
 
-    async def _use(self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]]) -> T:
-        """Run `op` on the server's live session within the timeout; a transport failure retires the session."""
+    async def _use(
+        self,
+        name: str,
+        spec: ServerSpec,
+        op: Callable[[_Live, Client], Awaitable[T]],
+        call: CallRelay | None = None,
+    ) -> T:
+        """Run `op` on a live session for the call's abilities within the timeout (stopped while a
+        person answers an ask); a transport failure retires the session."""
         live: _Live | None = None
         connection = Connection(spec, self.settings)  # used only if a new session must be opened
+        deadline = anyio.CancelScope(deadline=anyio.current_time() + self.settings.timeout)
+        if call is not None:
+            call.clock = Clock(deadline)
         try:
-            with anyio.fail_after(self.settings.timeout):
-                live = await self._acquire(name, connection)
+            with deadline:
+                live = await self._acquire(name, connection, call.abilities if call is not None else Abilities())
+                if call is not None:
+                    live.calls.append(call)
                 try:
                     assert live.client is not None
                     return await op(live, live.client)
                 finally:
+                    if call is not None:
+                        live.calls.remove(call)
                     self._release(live)
+            raise TimeoutError  # the deadline passed
         except BridgeError:
             raise
         except Exception as exc:
@@ -261,10 +364,11 @@ class Sessions:
         tool_name: str,
         arguments: dict[str, Any],
         admit: Callable[[types.Tool], None] = lambda tool: None,
+        call: CallRelay | None = None,
     ) -> tuple[types.Tool, types.CallToolResult]:
         """Check the cached catalog first: an unknown name gets close matches; `admit` (the caller's
         tool policy) may refuse the tool by raising, and a task-only tool gets a clear refusal; a
-        refused call is never sent."""
+        refused call is never sent. What the server sends back meanwhile goes to `call`."""
 
         async def op(live: _Live, client: Client) -> tuple[types.Tool, types.CallToolResult]:
             tools = await self._tools(live, client)
@@ -279,11 +383,48 @@ class Sessions:
                     "protocol_error",
                     f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), which the bridge does not support.",
                 )
-            return tool, await client.call_tool(tool_name, arguments)
+            if call is None:
+                return tool, await client.call_tool(tool_name, arguments)
+            # Progress names its request (by token), so it reaches the call on a shared session too.
+            wants_progress = call.channel is not None and call.channel.wants_progress
+            result = await client.call_tool(
+                tool_name, arguments, progress_callback=call.progress if wants_progress else None
+            )
+            await call.finish()
+            return tool, result
+
+        return await self._use(name, spec, op, call)
+
+    async def read_resource(
+        self, name: str, spec: ServerSpec, uri: str, *, linked: bool
+    ) -> list[types.TextResourceContents | types.BlobResourceContents]:
+        """Read a resource the server listed, or `linked` in a result; any other URI is refused
+        unread, so the bridge never fetches what the server did not offer."""
+
+        async def op(live: _Live, client: Client) -> list[types.TextResourceContents | types.BlobResourceContents]:
+            if not linked and uri not in await self._listed(client):
+                raise BridgeError(
+                    "invalid_argument",
+                    f"{name} neither listed nor linked the resource {uri[:200]!r}; read only URIs its resources or results name.",
+                )
+            return list((await client.read_resource(uri)).contents)
 
         return await self._use(name, spec, op)
 
+    async def _listed(self, client: Client) -> set[str]:
+        if client.server_capabilities.resources is None:
+            return set()
+        uris: set[str] = set()
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_resources(cursor=cursor)
+            uris.update(str(resource.uri) for resource in page.resources)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return uris
+
     @property
     def live_count(self) -> int:
-        return len(self._live)
+        return len(self._all())
 
