@@ -383,14 +383,13 @@ class Sessions:
                     "protocol_error",
                     f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), which the bridge does not support.",
                 )
-            if call is None:
-                return tool, await client.call_tool(tool_name, arguments)
+            relay = call if call is not None else live.relay()
             # Progress names its request (by token), so it reaches the call on a shared session too.
-            wants_progress = call.channel is not None and call.channel.wants_progress
+            wants_progress = relay.channel is not None and relay.channel.wants_progress
             result = await client.call_tool(
-                tool_name, arguments, progress_callback=call.progress if wants_progress else None
+                tool_name, arguments, progress_callback=relay.progress if wants_progress else None
             )
-            await call.finish()
+            await relay.finish()
             return tool, result
 
         return await self._use(name, spec, op, call)
