@@ -29,6 +29,7 @@ __all__ = [
     "initialization_options",
     "lifespan",
     "lowlevel_server",
+    "send_unchecked",
 ]
 
 
@@ -75,3 +76,15 @@ def caller_scope(ctx: Any) -> str:
     only on loopback) has nothing that tells one caller from the next."""
     return ctx._session_scope_key() or "anonymous"
 
+
+
+async def send_unchecked(session: ClientSession, request: mcp_types.ClientRequest) -> dict[str, Any]:
+    """Send `request` as `ClientSession.send_request` does, returning the raw result unvalidated.
+
+    The SDK checks every `tools/call` answer as a `CallToolResult`; a task-augmented call
+    (2025-11-25) answers a `CreateTaskResult`, which the caller validates itself.
+    """
+    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)  # type: ignore[arg-type]
+    return await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)  # type: ignore[arg-type]

@@ -127,3 +127,19 @@ def test_the_caller_scope_is_the_session_in_the_handshake_era_and_the_process_on
         reset_transport(token)
     assert handshake[0] != handshake[1]  # one scope per handshake-era session
     assert modern == ["process", "process"]
+
+
+def test_an_unchecked_request_returns_the_raw_result_in_both_eras() -> None:
+    app = FastMCP("canary")
+
+    @app.tool
+    def ping() -> str:
+        return "pong"
+
+    async def ask(mode: str) -> dict[str, object]:
+        async with Client(internals.lowlevel_server(app), mode=mode) as client:
+            return await internals.send_unchecked(client.session, mcp_types.ListToolsRequest())
+
+    for mode in ("legacy", "auto"):
+        raw = anyio.run(ask, mode)
+        assert [tool["name"] for tool in raw["tools"]] == ["ping"]  # type: ignore[index, union-attr]

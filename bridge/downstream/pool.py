@@ -54,6 +54,8 @@ logger = logging.getLogger("mcp_bridge.sessions")
 
 CLIENT_INFO = types.Implementation(name="mcp-bridge", version=__version__)
 _MAX_PAGES = 100  # of a resource listing: a server that pages forever cannot hold a read
+_TASK_TTL_MS = 10 * 60 * 1000  # how long a task's server keeps it for us
+_TASK_CANCEL_S = 2.0  # given to tasks/cancel when a task's call is given up on
 T = TypeVar("T")
 
 
@@ -367,8 +369,8 @@ class Sessions:
         call: CallRelay | None = None,
     ) -> tuple[types.Tool, types.CallToolResult]:
         """Check the cached catalog first: an unknown name gets close matches; `admit` (the caller's
-        tool policy) may refuse the tool by raising, and a task-only tool gets a clear refusal; a
-        refused call is never sent. What the server sends back meanwhile goes to `call`."""
+        tool policy) may refuse the tool by raising; a refused call is never sent. A task-only tool
+        runs as a task. What the server sends back meanwhile goes to `call`."""
 
         async def op(live: _Live, client: Client) -> tuple[types.Tool, types.CallToolResult]:
             tools = await self._tools(live, client)
@@ -378,21 +380,58 @@ class Sessions:
             if tool is None:
                 raise unknown_tool(tool_name, list(tools))
             admit(tool)
-            if tool.execution is not None and tool.execution.task_support == "required":
-                raise BridgeError(
-                    "protocol_error",
-                    f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), which the bridge does not support.",
-                )
             relay = call if call is not None else live.relay()
-            # Progress names its request (by token), so it reaches the call on a shared session too.
-            wants_progress = relay.channel is not None and relay.channel.wants_progress
-            result = await client.call_tool(
-                tool_name, arguments, progress_callback=relay.progress if wants_progress else None
-            )
+            if tool.execution is not None and tool.execution.task_support == "required":
+                result = await self._call_as_task(client, tool_name, arguments, relay)
+            else:
+                # Progress names its request (by token), so it reaches the call on a shared session too.
+                wants_progress = relay.channel is not None and relay.channel.wants_progress
+                result = await client.call_tool(
+                    tool_name, arguments, progress_callback=relay.progress if wants_progress else None
+                )
             await relay.finish()
             return tool, result
 
         return await self._use(name, spec, op, call)
+
+    async def _call_as_task(
+        self, client: Client, tool_name: str, arguments: dict[str, Any], relay: CallRelay
+    ) -> types.CallToolResult:
+        """Run a task-only tool as a task (2025-11-25): create it, relay its status messages as
+        progress while it works, then take its result (`tasks/result` waits for the end, and
+        delivers what the server asks meanwhile). Within the call's deadline; a call given up on
+        cancels the task. The 2026-07-28 tasks extension is not in the SDK client: such a server,
+        or one that does not offer task-augmented calls, gets a refusal at once."""
+        tasks = client.server_capabilities.tasks
+        requests = tasks.requests if tasks is not None else None
+        offers = requests is not None and requests.tools is not None and requests.tools.call is not None
+        if client.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS or not offers:
+            raise BridgeError(
+                "protocol_error",
+                f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), and this server does "
+                "not offer task-augmented calls in the handshake era, the only one the bridge can run tasks in.",
+            )
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=tool_name, arguments=arguments, task=types.TaskMetadata(ttl=_TASK_TTL_MS))
+        )
+        task = types.CreateTaskResult.model_validate(await internals.send_unchecked(client.session, request)).task
+        try:
+            steps, said = 0, None
+            while task.status == "working":
+                if task.status_message != said:
+                    steps, said = steps + 1, task.status_message
+                    await relay.progress(steps, None, said)
+                await anyio.sleep(min(max((task.poll_interval or 500) / 1000, 0.05), 5.0))
+                task = await client.session.send_request(
+                    types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task.task_id)), types.GetTaskResult
+                )
+            payload = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task.task_id))
+            return await client.session.send_request(payload, types.CallToolResult)
+        except BaseException:
+            with anyio.move_on_after(_TASK_CANCEL_S, shield=True):
+                cancel = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task.task_id))
+                await client.session.send_request(cancel, types.CancelTaskResult)
+            raise
 
     async def read_resource(
         self, name: str, spec: ServerSpec, uri: str, *, linked: bool
