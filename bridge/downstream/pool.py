@@ -353,11 +353,13 @@ class Sessions:
             live.tools = {tool.name: tool for tool in tools}
         return live.tools
 
-    async def list_tools(self, name: str, spec: ServerSpec) -> list[types.Tool]:
+    async def list_tools(self, name: str, spec: ServerSpec, call: CallRelay | None = None) -> list[types.Tool]:
+        """The catalog the calling host would see: on a session with its abilities."""
+
         async def op(live: _Live, client: Client) -> list[types.Tool]:
             return list((await self._tools(live, client)).values())
 
-        return await self._use(name, spec, op)
+        return await self._use(name, spec, op, call)
 
     async def call_tool(
         self,

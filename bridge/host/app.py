@@ -109,11 +109,12 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
         output_schema=output_schema(ServerList, ToolCatalog, ToolSchema),
     )
     async def mcp_list_tools(
+        ctx: Context,
         server: Annotated[str | None, Field(description="Omit to list the registered servers.")] = None,
         tool_name: Annotated[str | None, Field(description="Give with server for one tool's full schema.")] = None,
     ) -> ToolResult:
         """List the registered MCP servers, one server's tools (compact catalog), or one tool's full schema."""
-        return _result(await bridge.list_tools_async(server, tool_name))
+        return _result(await bridge.list_tools_async(server, tool_name, channel=FastMCPChannel(ctx)))
 
     @app.tool(
         name="mcp_call_tool",

@@ -235,8 +235,11 @@ class Bridge(SyncFaces):
 
     # -- the four tools (async: awaitable from any event loop) ------------------------------
 
-    async def list_tools_async(self, server: str | None = None, tool_name: str | None = None) -> Reply:
-        """No server: the registered servers. A server: its catalog. And a tool: that tool's schema."""
+    async def list_tools_async(
+        self, server: str | None = None, tool_name: str | None = None, *, channel: HostChannel | None = None
+    ) -> Reply:
+        """No server: the registered servers. A server: its catalog, as offered to a host with the
+        abilities of `channel`'s. And a tool: that tool's schema."""
 
         async def build() -> Reply:
             if server is None or server == "":  # a wrong type (0, [], False) is not "no server"
@@ -250,7 +253,8 @@ class Bridge(SyncFaces):
                 return Reply(text=text, data=data)
             name, spec = self._resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
-            tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec))
+            call = CallRelay(channel=channel, roots=roots_for(spec, self.settings.workspace), limits=self.limits)
+            tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec, call))
             rules = self._policy(name)
             if wanted is None:
                 refusals = {tool.name: policy.refused(rules, tool) for tool in tools}

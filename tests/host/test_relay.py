@@ -10,17 +10,21 @@ server asked directly by a client with the same abilities.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+import tempfile
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as mt
 import pytest
 from bridge_support import MakeBridge
-from helpers import fixture_path
+from helpers import fixture_path, start_http_fixture
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -444,3 +448,75 @@ async def test_a_result_handle_reads_nothing_for_another_caller(make_bridge: Mak
         theirs = await bridged(other, "long", result_handle=data["result_handle"], offset=data["next_offset"])
     assert not mine.is_error
     assert theirs.is_error and "names no result kept for this caller" in text(theirs)
+
+
+# -- the same, with server-everything, over HTTP, and through the real mcp-bridge process ---------
+
+EVERYTHING = Path(__file__).resolve().parents[1] / "node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+
+@pytest.mark.parametrize("able", [True, False])
+async def test_server_everything_lists_the_same_tools_through_the_bridge_as_directly(
+    make_bridge: MakeBridge, able: bool
+) -> None:
+    node = shutil.which("node")
+    assert node is not None and EVERYTHING.is_file()
+    bridge = make_bridge({"everything": {"transport": "stdio", "command": node, "args": [str(EVERYTHING), "stdio"]}})
+    host = Host(elicit="Ada" if able else None, sample=able, roots=able)
+    async with Client(StdioServerParameters(command=node, args=[str(EVERYTHING), "stdio"]), **host.callbacks()) as client:
+        directly = {tool.name for tool in (await client.list_tools()).tools}
+    async with connected(bridge, "handshake", host) as client:
+        catalog = await client.call_tool("mcp_list_tools", {"server": "everything"})
+    listed = {tool["name"] for tool in (catalog.structured_content or {})["tools"]}
+    assert listed == directly
+    assert ("trigger-elicitation-request" in listed) is able
+
+
+async def test_server_everything_elicitation_is_answered_by_the_host(make_bridge: MakeBridge) -> None:
+    node = shutil.which("node")
+    assert node is not None
+    bridge = make_bridge({"everything": {"transport": "stdio", "command": node, "args": [str(EVERYTHING), "stdio"]}})
+    host = Host(elicit="Ada")
+    async with connected(bridge, "2026-07-28", host) as client:
+        result = await bridged(client, "trigger-elicitation-request", server="everything")
+    assert "- Name: Ada" in text(result)
+    assert host.asked[0].message == "Please provide inputs for the following fields:"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_and_an_elicitation_are_relayed_from_an_http_server(make_bridge: MakeBridge, era: str) -> None:
+    with start_http_fixture("relay") as (base_url, _proc):
+        bridge = make_bridge({"web": {"transport": "http", "url": f"{base_url}/mcp"}}, progress_interval_s=0)
+        host = Host(elicit="Ada")
+        async with connected(bridge, era, host) as client:
+            asked = await bridged(client, "ask", {"question": "Your name?"}, server="web")
+            stepped = await bridged(client, "progress", {"steps": 3}, server="web", progress=host.on_progress)
+            roots = await bridged(client, "roots", server="web")
+    assert first_text(asked) == "accepted: Ada"
+    assert first_text(stepped) == "done"
+    assert [step for step, _, _ in host.progress] == [1.0, 2.0, 3.0]
+    assert json.loads(first_text(roots)) == {"result": ""}  # no local path told to a server off this machine
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_elicitation_crosses_the_real_bridge_process_in_both_eras(dirs: dict[str, str], mode: str) -> None:
+    host = Host(elicit="Ada")
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), **dirs}
+    params = StdioServerParameters(command=str(Path(sys.executable).with_name("mcp-bridge")), env=env)
+    async with Client(params, mode=mode, **host.callbacks()) as client:
+        added = await client.call_tool(
+            "mcp_add_server", {"name": "relay", "command": sys.executable, "args_json": json.dumps([fixture_path("relay")])}
+        )
+        assert not added.is_error, text(added)
+        result = await bridged(client, "ask", {"question": "Your name?"})
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+    assert first_text(result) == "accepted: Ada"
+    assert [params.message for params in host.asked] == ["Your name?"]
+
+
+@pytest.fixture
+def dirs() -> Iterator[dict[str, str]]:
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="bridge-relay-"))
+    (base / "ws").mkdir()
+    yield {"MCP_WORKSPACE": str(base / "ws"), "MCP_STATE_DIR": str(base / "state")}
+    shutil.rmtree(base, ignore_errors=True)
