@@ -10,12 +10,10 @@ server asked directly by a client with the same abilities.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
-import tempfile
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import pytest
+from bridge_proc import host_env, workdirs
 from bridge_support import MakeBridge
 from helpers import fixture_path, start_http_fixture
 from mcp import Client
@@ -499,24 +498,15 @@ async def test_progress_and_an_elicitation_are_relayed_from_an_http_server(make_
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_an_elicitation_crosses_the_real_bridge_process_in_both_eras(dirs: dict[str, str], mode: str) -> None:
+async def test_an_elicitation_crosses_the_real_bridge_process_in_both_eras(mode: str) -> None:
     host = Host(elicit="Ada")
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), **dirs}
-    params = StdioServerParameters(command=str(Path(sys.executable).with_name("mcp-bridge")), env=env)
-    async with Client(params, mode=mode, **host.callbacks()) as client:
-        added = await client.call_tool(
-            "mcp_add_server", {"name": "relay", "command": sys.executable, "args_json": json.dumps([fixture_path("relay")])}
-        )
-        assert not added.is_error, text(added)
-        result = await bridged(client, "ask", {"question": "Your name?"})
-        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+    with workdirs() as dirs:
+        params = StdioServerParameters(command=str(Path(sys.executable).with_name("mcp-bridge")), env=host_env(dirs))
+        async with Client(params, mode=mode, **host.callbacks()) as client:
+            relay = {"name": "relay", "command": sys.executable, "args_json": json.dumps([fixture_path("relay")])}
+            added = await client.call_tool("mcp_add_server", relay)
+            assert not added.is_error, text(added)
+            result = await bridged(client, "ask", {"question": "Your name?"})
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
     assert first_text(result) == "accepted: Ada"
     assert [params.message for params in host.asked] == ["Your name?"]
-
-
-@pytest.fixture
-def dirs() -> Iterator[dict[str, str]]:
-    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="bridge-relay-"))
-    (base / "ws").mkdir()
-    yield {"MCP_WORKSPACE": str(base / "ws"), "MCP_STATE_DIR": str(base / "state")}
-    shutil.rmtree(base, ignore_errors=True)
