@@ -167,9 +167,23 @@ class CallResult(BaseModel):
     tool: str
     text: str
     truncated: bool
-    full_length: int = Field(description="Characters of text content before the budget cut.")
+    full_length: int = Field(description="Characters of the whole text before the budget cut.")
+    offset: int = Field(0, description="Where in the whole text this part starts.")
+    next_offset: int | None = Field(None, description="Where the next part starts; None: this part reaches the end.")
+    result_handle: str | None = Field(
+        None, description="Pass with next_offset to mcp_call_tool to read the next part."
+    )
     structured_content: dict[str, Any] | None = None
-    other_content: list[str] = Field(default_factory=list, description="Summaries of non-text blocks.")
+    other_content: list[str] = Field(default_factory=list, description="Lines naming the non-text blocks.")
+
+
+class InputRequested(BaseModel):
+    """A call that waits for the user's answers (a 2026-07-28 host gets them as `input_required`)."""
+
+    ok: Literal[True] = True
+    server: str
+    tool: str
+    asks: list[str]
 
 
 class AddResult(BaseModel):

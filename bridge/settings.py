@@ -215,6 +215,22 @@ class Settings(BaseSettings):
     max_http_sessions_per_client: int = Field(
         16, ge=1, le=1000, description="HTTP mode: open MCP sessions one authenticated client may hold."
     )
+    # -- relay: what a downstream sends back (bridge.downstream.relay, bridge.tools.results, .parked)
+    max_media_bytes: int = Field(
+        4 * 1024 * 1024, ge=0, le=64 * 1024 * 1024, description="Bytes of images and audio one result may pass through."
+    )
+    result_keep_s: float = Field(
+        600.0, ge=0, le=86_400, description="Seconds a cut result stays readable after it was last read; 0: not kept."
+    )
+    result_keep_chars: int = Field(
+        20_000_000, ge=0, le=1_000_000_000, description="Characters of cut results kept in all, the least recent dropped first."
+    )
+    input_ttl_s: float = Field(
+        600.0, gt=0, le=86_400, description="Seconds a call waits for a 2026-07-28 host to answer what its server asked."
+    )
+    progress_interval_s: float = Field(
+        0.1, ge=0, le=60, description="Least seconds between progress notifications relayed for one call."
+    )
 
     @field_validator(
         "allowed_transports",

@@ -73,11 +73,13 @@ def post_initialize(url: str, **headers: str) -> httpx.Response:
 
 
 class StdioPeer:
-    """Newline-delimited JSON-RPC to a bridge process; answers are matched by id."""
+    """Newline-delimited JSON-RPC to a bridge process; answers are matched by id, and the
+    notifications read on the way are kept in order."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self._next_id = 0
+        self.notifications: list[dict[str, Any]] = []
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self._next_id += 1
@@ -88,6 +90,8 @@ class StdioPeer:
             message = json.loads(line)
             if message.get("id") == self._next_id:
                 return message
+            if "method" in message and "id" not in message:
+                self.notifications.append(message)
 
     def result(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         answer = self.request(method, params)

@@ -6,12 +6,17 @@ the check that the private names still exist.)"""
 from __future__ import annotations
 
 import inspect
+import warnings
 
+import anyio
 import httpx2
 import mcp_types
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
+from fastmcp.server.context import reset_transport, set_transport
+from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from bridge import internals
 from bridge.models import HttpServerSpec
@@ -19,8 +24,6 @@ from bridge.tools.oauth import oauth_client_metadata
 
 
 def test_the_lifespan_is_an_async_context_manager_that_enters_and_exits() -> None:
-    import anyio
-
     app = FastMCP("canary")
 
     async def enter_and_exit() -> None:
@@ -87,3 +90,94 @@ def test_fastmcp_names_the_env_file_it_read_and_bridge_pointed_it_at_devnull() -
     import os
 
     assert internals.fastmcp_env_file() == os.devnull
+
+
+def _capabilities_seen(client_factory: object) -> dict[str, object]:
+    """What a server is told by a client `client_factory(server)` makes, in both eras."""
+
+    app = FastMCP("canary")
+
+    @app.tool
+    def told(ctx: Context) -> dict[str, object]:
+        capabilities = ctx.session.client_capabilities or mcp_types.ClientCapabilities()
+        return capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    seen: dict[str, object] = {}
+
+    async def ask() -> None:
+        for mode in ("legacy", "auto"):
+            client = Client(internals.lowlevel_server(app), mode=mode, elicitation_callback=client_factory)  # type: ignore[arg-type]
+            internals.advertise_exactly(client, mcp_types.ClientCapabilities(roots=mcp_types.RootsCapability()))
+            async with client:
+                seen[mode] = (await client.call_tool("told", {})).structured_content
+
+    anyio.run(ask)
+    return seen
+
+
+def test_a_client_advertises_exactly_what_it_is_told_in_both_eras() -> None:
+    async def elicit(context: object, params: object) -> mcp_types.ElicitResult:
+        return mcp_types.ElicitResult(action="decline")
+
+    # The elicitation callback alone would advertise form and URL mode; the override wins.
+    assert _capabilities_seen(elicit) == {"legacy": {"roots": {}}, "auto": {"roots": {}}}
+
+
+def test_the_host_log_level_is_what_logging_set_level_set() -> None:
+    app = FastMCP("canary")
+
+    @app.tool
+    def level(ctx: Context) -> str:
+        return str(internals.host_log_level(ctx.session))
+
+    async def ask() -> list[str]:
+        async with Client(internals.lowlevel_server(app), mode="legacy") as client:
+            before = (await client.call_tool("level", {})).content[0].text  # type: ignore[union-attr]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.set_logging_level("warning")
+            after = (await client.call_tool("level", {})).content[0].text  # type: ignore[union-attr]
+        return [before, after]
+
+    assert anyio.run(ask) == ["None", "warning"]
+
+
+def test_the_caller_scope_is_the_session_in_the_handshake_era_and_the_process_on_stdio() -> None:
+
+    app = FastMCP("canary")
+
+    @app.tool
+    def caller(ctx: Context) -> str:
+        return internals.caller_scope(ctx)
+
+    async def ask(mode: str) -> list[str]:
+        seen = []
+        for _ in range(2):
+            async with Client(internals.lowlevel_server(app), mode=mode) as client:
+                seen.append((await client.call_tool("caller", {})).content[0].text)  # type: ignore[union-attr]
+        return seen
+
+    token = set_transport("stdio")
+    try:
+        handshake = anyio.run(ask, "legacy")
+        modern = anyio.run(ask, "auto")
+    finally:
+        reset_transport(token)
+    assert handshake[0] != handshake[1]  # one scope per handshake-era session
+    assert modern == ["process", "process"]
+
+
+def test_an_unchecked_request_returns_the_raw_result_in_both_eras() -> None:
+    app = FastMCP("canary")
+
+    @app.tool
+    def ping() -> str:
+        return "pong"
+
+    async def ask(mode: str) -> dict[str, object]:
+        async with Client(internals.lowlevel_server(app), mode=mode) as client:
+            return await internals.send_unchecked(client.session, mcp_types.ListToolsRequest())
+
+    for mode in ("legacy", "auto"):
+        raw = anyio.run(ask, mode)
+        assert [tool["name"] for tool in raw["tools"]] == ["ping"]  # type: ignore[index, union-attr]

@@ -63,9 +63,9 @@ class SessionSettings:
     resolver: Resolver = field(default=system_resolver)
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
+def leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
     return [exc]
 
 
@@ -133,7 +133,7 @@ class Connection:
         Call it after the transport has closed, so a dead child's exit code is known. Header values
         never appear in the result, even when the server quoted them back.
         """
-        error = self._classify(_leaves(exc))
+        error = self._classify(leaves(exc))
         spec = self.spec
         secrets = list(spec.headers.values() if isinstance(spec, HttpServerSpec) else spec.env.values())
         return redact(error, secrets)

@@ -16,6 +16,15 @@ Rules:
   never ends is a `protocol_error`, not a bridge out of memory);
 - opening a session (spawn or connect, then the handshake) is bounded by `start_timeout`, each
   operation on an open one by `timeout`;
+- sessions are keyed on the server *and* the calling host's `Abilities` (`bridge.downstream.relay`):
+  a session advertises what its host can answer, no more. Without asks or logs a session is
+  shared by concurrent calls and spoken in the 2026-07-28 era where the server has it; a session
+  whose host can answer asks (elicitation, sampling) or wants logs carries one call at a time,
+  since those messages name no request on the wire, and several such sessions may be live for one
+  server. Sessions for a host with asks or roots try the handshake era first (only there can a
+  server send requests of its own), falling back to 2026-07-28 for a server that refuses it;
+- while a call runs, what the server sends back goes to that call's `CallRelay`; the deadline
+  (`timeout`) stops while the host's person answers an ask;
 - a server that keeps failing to start or connect is held back (`bridge.downstream.backoff`): calls get its
   last error at once until the hold passes; eviction (a re-registration) lifts the hold.
 """
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -33,15 +43,17 @@ import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client
-from mcp.client.session import IncomingMessage
-from mcp.shared.exceptions import MCPError
+from mcp.client.session import ClientRequestContext, IncomingMessage
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
-from bridge import __version__, telemetry
+from bridge import __version__, internals, telemetry
 from bridge.downstream.backoff import Backoff
-from bridge.downstream.connection import Connection, SessionSettings
+from bridge.downstream.connection import Connection, SessionSettings, leaves
+from bridge.downstream.relay import Abilities, CallRelay, Clock, roots_for
 from bridge.downstream.stdio import ChildSupport
 from bridge.errors import BridgeError, unknown_tool
 from bridge.models import ServerSpec
@@ -49,6 +61,9 @@ from bridge.models import ServerSpec
 logger = logging.getLogger("mcp_bridge.sessions")
 
 CLIENT_INFO = types.Implementation(name="mcp-bridge", version=__version__)
+_MAX_PAGES = 100  # of a resource listing: a server that pages forever cannot hold a read
+_TASK_TTL_MS = 10 * 60 * 1000  # how long a task's server keeps it for us
+_TASK_CANCEL_S = 2.0  # given to tasks/cancel when a task's call is given up on
 # Beside the page and tool counts: 100 pages of one 16 MiB tool each would still be 1.6 GB.
 MAX_LISTING_BYTES = 32 * 1024 * 1024
 T = TypeVar("T")
@@ -58,7 +73,9 @@ T = TypeVar("T")
 class _Live:
     name: str
     connection: Connection
+    abilities: Abilities
     client: Client | None = None
+    calls: list[CallRelay] = field(default_factory=list)  # the calls running on it
     tools: dict[str, types.Tool] | None = None
     in_use: int = 0
     last_used: float = 0.0
@@ -80,6 +97,24 @@ class _Live:
         self.kill = self.kill or kill
         self.wake.set()
 
+    def relay(self) -> CallRelay:
+        """Where what the server sends goes: the call running on the session, when there is just
+        one (always so on an exclusive session); else a relay that declines asks, drops logs and
+        answers roots (a shared session advertised no asks, and no call on it asked for logs)."""
+        if len(self.calls) == 1:
+            return self.calls[0]
+        return CallRelay(channel=None, roots=roots_for(self.spec, self.connection.settings.workspace))
+
+    def free_for(self, spec: ServerSpec, abilities: Abilities) -> bool:
+        if self.stopping or self.spec != spec or self.abilities != abilities:
+            return False
+        return not (abilities.exclusive and self.in_use)
+
+
+def _refused(exc: BaseException) -> bool:
+    """The server answered the handshake with an error (a 2026-07-28-only server does)."""
+    return any(isinstance(leaf, MCPError) and leaf.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT) for leaf in leaves(exc))
+
 
 class Sessions:
     """The pool. `serve()` must run on the worker loop for as long as sessions may be used."""
@@ -96,10 +131,11 @@ class Sessions:
         self.backoff = backoff
         self.support = support or ChildSupport()
         self._auth_for = auth_for
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, list[_Live]] = {}
         self._tg: TaskGroup | None = None
         self._opening: dict[str, anyio.Lock] = {}
         self._freed = anyio.Event()
+        self._modern_only: set[str] = set()  # servers that refused the handshake
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Hold the task group that owner tasks live in; cancelling it closes every session."""
@@ -118,24 +154,27 @@ class Sessions:
         """
         started = False
         opening = anyio.CancelScope(deadline=anyio.current_time() + self.settings.start_timeout)
+        handshake_first = live.abilities.handshake_first and live.name not in self._modern_only
         try:
             with opening:
-                # No SDK read timeout: the opening scope bounds the handshake, `_use` every call.
-                async with Client(
-                    live.connection.transport(),
-                    mode="auto",
-                    client_info=CLIENT_INFO,
-                    cache=None,
-                    message_handler=self._message_handler(live),
-                ) as client:
-                    live.client = client
-                    live.touch()
-                    opening.deadline = math.inf
-                    started = live.connection.started = True
-                    task_status.started()
-                    await self._hold(live)
-                    live.stopping = True  # from here on, callers open a new session instead
-                    live.connection.kill = live.kill
+                for mode in ("legacy", "auto") if handshake_first else ("auto",):
+                    try:
+                        async with self._client(live, mode) as client:
+                            await self._set_log_level(live, client)
+                            live.client = client
+                            live.touch()
+                            opening.deadline = math.inf
+                            started = live.connection.started = True
+                            task_status.started()
+                            await self._hold(live)
+                            live.stopping = True  # from here on, callers open a new session instead
+                            live.connection.kill = live.kill
+                        break
+                    except Exception as exc:
+                        if started or mode != "legacy" or not _refused(exc):
+                            raise
+                        self._modern_only.add(live.name)
+                        live.connection = self._connection(live.name, live.spec)  # a fresh child for the retry
             if opening.cancelled_caught and not started:
                 raise live.connection.classify(TimeoutError())
         except anyio.get_cancelled_exc_class():
@@ -147,9 +186,55 @@ class Sessions:
             logger.info("session %s ended: %s", live.name, error.message)
         finally:
             live.closed.set()
-            if self._live.get(live.name) is live:
-                del self._live[live.name]
+            lives = self._live.get(live.name, [])
+            if live in lives:
+                lives.remove(live)
             self._freed.set()
+
+    def _client(self, live: _Live, mode: str) -> Client:
+        """A client advertising exactly the host's abilities, whose callbacks reach the running call."""
+        async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+            return await live.relay().elicit(params)
+
+        async def sample(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+            return await live.relay().sample(params)
+
+        async def list_roots(context: ClientRequestContext) -> types.ListRootsResult:
+            return await live.relay().list_roots()
+
+        async def log(params: types.LoggingMessageNotificationParams) -> None:
+            await live.relay().log(params)
+
+        client = Client(
+            live.connection.transport(),
+            mode=mode,
+            client_info=CLIENT_INFO,
+            # No per-request clock: `_use` holds each operation's deadline, which stops while a
+            # person answers an ask (an SDK request timeout would not).
+            read_timeout_seconds=None,
+            cache=None,
+            message_handler=self._message_handler(live),
+            # Every callback is set, so that a server asking beyond what was advertised gets a
+            # proper answer (a decline, and a note for the model); the advertisement is exact.
+            elicitation_callback=elicit,
+            sampling_callback=sample,
+            list_roots_callback=list_roots,
+            logging_callback=log,
+            log_level=live.abilities.log_level,
+        )
+        internals.advertise_exactly(client, live.abilities.capabilities())
+        return client
+
+    async def _set_log_level(self, live: _Live, client: Client) -> None:
+        """In the handshake era logs are asked for once per session (2026-07-28: per request)."""
+        level = live.abilities.log_level
+        if level is None or client.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return
+        if client.server_capabilities.logging is None:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.set_logging_level(level)
 
     async def _hold(self, live: _Live) -> None:
         """Wait until asked to stop, or until the session has been idle for `idle_s`."""
@@ -173,25 +258,26 @@ class Sessions:
 
     # -- caller side --------------------------------------------------------------------------
 
-    async def _acquire(self, name: str, connection: Connection) -> _Live:
+    async def _acquire(self, name: str, connection: Connection, abilities: Abilities) -> _Live:
         spec = connection.spec
         lock = self._opening.setdefault(name, anyio.Lock())
         async with lock:
-            live = self._live.get(name)
-            if live is not None and (live.stopping or live.spec != spec):
-                await self._close(live, kill=False)
-                live = None
+            for stale in [live for live in self._live.get(name, []) if live.spec != spec and not live.stopping]:
+                await self._close(stale, kill=False)
+            live = next((live for live in self._live.get(name, []) if live.free_for(spec, abilities)), None)
             if live is None:
                 self.backoff.check(name, spec)
                 await self._make_room()
                 # Born in use: the owner must not see an idle session before its first caller.
-                live = _Live(name=name, connection=connection, in_use=1)
+                live = _Live(name=name, connection=connection, abilities=abilities, in_use=1)
                 assert self._tg is not None, "Sessions.serve() is not running"
-                self._live[name] = live
+                self._live.setdefault(name, []).append(live)
                 try:
                     await self._tg.start(self._own, live)
                 except BaseException as exc:
-                    self._live.pop(name, None)
+                    lives = self._live.get(name, [])
+                    if live in lives:
+                        lives.remove(live)
                     if isinstance(exc, BridgeError):
                         self.backoff.failed(name, spec, exc)
                     raise
@@ -205,9 +291,12 @@ class Sessions:
         live.in_use -= 1
         live.touch()
 
+    def _all(self) -> list[_Live]:
+        return [live for lives in self._live.values() for live in lives]
+
     async def _make_room(self) -> None:
-        while len(self._live) >= self.settings.max_sessions:
-            idle = [live for live in self._live.values() if not live.in_use]
+        while len(self._all()) >= self.settings.max_sessions:
+            idle = [live for live in self._all() if not live.in_use]
             if idle:
                 await self._close(min(idle, key=lambda live: live.last_used), kill=False)
                 continue
@@ -215,41 +304,59 @@ class Sessions:
             await self._freed.wait()
 
     async def _close(self, live: _Live, *, kill: bool) -> None:
-        if self._live.get(live.name) is live:
-            del self._live[live.name]
+        lives = self._live.get(live.name, [])
+        if live in lives:
+            lives.remove(live)
         live.request_stop(kill=kill)
         await live.closed.wait()
 
     async def evict(self, name: str) -> None:
-        """Close a server's session now and lift any back-off (its entry changed or was removed)."""
+        """Close a server's sessions now and lift any back-off (its entry changed or was removed)."""
         self.backoff.reset(name)
-        live = self._live.get(name)
-        if live is not None:
+        self._modern_only.discard(name)
+        for live in list(self._live.get(name, [])):
             await self._close(live, kill=False)
 
+    def _connection(self, name: str, spec: ServerSpec) -> Connection:
+        return Connection(name, spec, self.settings, self.support, auth=lambda: self._auth_for(name, spec))
+
     async def _use(
-        self, name: str, spec: ServerSpec, request: str, op: Callable[[_Live, Client], Awaitable[T]]
+        self,
+        name: str,
+        spec: ServerSpec,
+        request: str,
+        op: Callable[[_Live, Client], Awaitable[T]],
+        call: CallRelay | None = None,
     ) -> T:
-        """Run `op` on the server's live session within the timeout; a transport failure retires the
-        session. Traced as a `request` span (the caller's tool call span is its parent)."""
+        """Run `op` on a live session for the call's abilities: opening one within `start_timeout`,
+        the operation within `timeout` (stopped while a person answers an ask); a transport failure
+        retires the session. Traced as a `request` span (the caller's tool call span is its parent)."""
         with telemetry.tracer.start_as_current_span(request, kind=SpanKind.CLIENT) as span:
             span.set_attribute(telemetry.SERVER, name)
-            return await self._use_traced(name, spec, op, span)
+            return await self._use_traced(name, spec, op, call, span)
 
-    async def _use_traced(self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]], span: Span) -> T:
+    async def _use_traced(
+        self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]], call: CallRelay | None, span: Span
+    ) -> T:
         live: _Live | None = None
-        # Used only if a new session must be opened.
-        connection = Connection(name, spec, self.settings, self.support, auth=lambda: self._auth_for(name, spec))
+        connection = self._connection(name, spec)  # used only if a new session must be opened
         try:
             with anyio.fail_after(self.settings.start_timeout):
-                live = await self._acquire(name, connection)
+                live = await self._acquire(name, connection, call.abilities if call is not None else Abilities())
             span.set_attribute(telemetry.SESSION, "started" if live.connection is connection else "reused")
+            deadline = anyio.CancelScope(deadline=anyio.current_time() + self.settings.timeout)
+            if call is not None:
+                call.clock = Clock(deadline)
+                live.calls.append(call)
             try:
-                assert live.client is not None
-                with anyio.fail_after(self.settings.timeout):
+                with deadline:
+                    assert live.client is not None
                     return await op(live, live.client)
             finally:
+                if call is not None:
+                    live.calls.remove(call)
                 self._release(live)
+            raise TimeoutError  # the deadline passed
         except BridgeError:
             raise
         except Exception as exc:
@@ -294,11 +401,14 @@ class Sessions:
             live.tools = {tool.name: tool for tool in tools}
         return live.tools
 
-    async def list_tools(self, name: str, spec: ServerSpec) -> list[types.Tool]:
+
+    async def list_tools(self, name: str, spec: ServerSpec, call: CallRelay | None = None) -> list[types.Tool]:
+        """The catalog the calling host would see: on a session with its abilities."""
+
         async def op(live: _Live, client: Client) -> list[types.Tool]:
             return list((await self._tools(live, client)).values())
 
-        return await self._use(name, spec, "tools/list", op)
+        return await self._use(name, spec, "tools/list", op, call)
 
     async def call_tool(
         self,
@@ -307,10 +417,11 @@ class Sessions:
         tool_name: str,
         arguments: dict[str, Any],
         admit: Callable[[types.Tool], None] = lambda tool: None,
+        call: CallRelay | None = None,
     ) -> tuple[types.Tool, types.CallToolResult]:
         """Check the cached catalog first: an unknown name gets close matches; `admit` (the caller's
-        tool policy) may refuse the tool by raising, and a task-only tool gets a clear refusal; a
-        refused call is never sent."""
+        tool policy) may refuse the tool by raising; a refused call is never sent. A task-only tool
+        runs as a task. What the server sends back meanwhile goes to `call`."""
 
         async def op(live: _Live, client: Client) -> tuple[types.Tool, types.CallToolResult]:
             tools = await self._tools(live, client)
@@ -320,13 +431,90 @@ class Sessions:
             if tool is None:
                 raise unknown_tool(tool_name, list(tools))
             admit(tool)
-            if tool.execution is not None and tool.execution.task_support == "required":
-                raise BridgeError(
-                    "protocol_error",
-                    f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), which the bridge does not support.",
-                )
+            relay = call if call is not None else live.relay()
             trace.get_current_span().set_attribute(telemetry.DOWNSTREAM_TOOL, tool_name)
-            return tool, await client.call_tool(tool_name, arguments)
+            if tool.execution is not None and tool.execution.task_support == "required":
+                result = await self._call_as_task(client, tool_name, arguments, relay)
+            else:
+                # Progress names its request (by token), so it reaches the call on a shared session too.
+                wants_progress = relay.channel is not None and relay.channel.wants_progress
+                result = await client.call_tool(
+                    tool_name, arguments, progress_callback=relay.progress if wants_progress else None
+                )
+            await relay.finish()
+            return tool, result
 
-        return await self._use(name, spec, "tools/call", op)
+        return await self._use(name, spec, "tools/call", op, call)
+
+    async def _call_as_task(
+        self, client: Client, tool_name: str, arguments: dict[str, Any], relay: CallRelay
+    ) -> types.CallToolResult:
+        """Run a task-only tool as a task (2025-11-25): create it, relay its status messages as
+        progress while it works, then take its result (`tasks/result` waits for the end, and
+        delivers what the server asks meanwhile). Within the call's deadline; a call given up on
+        cancels the task. The 2026-07-28 tasks extension is not in the SDK client: such a server,
+        or one that does not offer task-augmented calls, gets a refusal at once."""
+        tasks = client.server_capabilities.tasks
+        requests = tasks.requests if tasks is not None else None
+        offers = requests is not None and requests.tools is not None and requests.tools.call is not None
+        if client.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS or not offers:
+            raise BridgeError(
+                "protocol_error",
+                f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), and this server does "
+                "not offer task-augmented calls in the handshake era, the only one the bridge can run tasks in.",
+            )
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=tool_name, arguments=arguments, task=types.TaskMetadata(ttl=_TASK_TTL_MS))
+        )
+        task = types.CreateTaskResult.model_validate(await internals.send_unchecked(client.session, request)).task
+        try:
+            steps, said = 0, None
+            while task.status == "working":
+                if task.status_message != said:
+                    steps, said = steps + 1, task.status_message
+                    await relay.progress(steps, None, said)
+                await anyio.sleep(min(max((task.poll_interval or 500) / 1000, 0.05), 5.0))
+                task = await client.session.send_request(
+                    types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task.task_id)), types.GetTaskResult
+                )
+            payload = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task.task_id))
+            return await client.session.send_request(payload, types.CallToolResult)
+        except BaseException:
+            with anyio.move_on_after(_TASK_CANCEL_S, shield=True):
+                cancel = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task.task_id))
+                await client.session.send_request(cancel, types.CancelTaskResult)
+            raise
+
+    async def read_resource(
+        self, name: str, spec: ServerSpec, uri: str, *, linked: bool
+    ) -> list[types.TextResourceContents | types.BlobResourceContents]:
+        """Read a resource the server listed, or `linked` in a result; any other URI is refused
+        unread, so the bridge never fetches what the server did not offer."""
+
+        async def op(live: _Live, client: Client) -> list[types.TextResourceContents | types.BlobResourceContents]:
+            if not linked and uri not in await self._listed(client):
+                raise BridgeError(
+                    "invalid_argument",
+                    f"{name} neither listed nor linked the resource {uri[:200]!r}; read only URIs its resources or results name.",
+                )
+            return list((await client.read_resource(uri)).contents)
+
+        return await self._use(name, spec, "resources/read", op)
+
+    async def _listed(self, client: Client) -> set[str]:
+        if client.server_capabilities.resources is None:
+            return set()
+        uris: set[str] = set()
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_resources(cursor=cursor)
+            uris.update(str(resource.uri) for resource in page.resources)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return uris
+
+    @property
+    def live_count(self) -> int:
+        return len(self._all())
 

@@ -10,17 +10,19 @@ from __future__ import annotations
 from typing import Annotated, Any, Union
 
 import mcp_types as mt
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ValidationError as ArgumentError
 from fastmcp.server.auth import AuthProvider
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
+from fastmcp.tools.base import InputRequiredToolResult
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from bridge import __version__
 from bridge.errors import BridgeError, ErrorResult, describe_validation
 from bridge.host import shapes
+from bridge.host.channel import FastMCPChannel
 from bridge.models import (
     AddResult,
     CallResult,
@@ -40,6 +42,14 @@ INSTRUCTIONS = (
 )
 
 
+CALL_DESCRIPTION = (
+    "Call one tool on a registered MCP server. List the server's tools first; never guess names or arguments. "
+    "A result cut to the budget ends with a marker naming result_handle and offset: pass both, with the same "
+    'server and tool_name, to read the next part. tool_name "resources/read" with arguments_json {"uri": ...} '
+    "reads a resource the server listed or linked in a result."
+)
+
+
 def output_schema(*success: type[BaseModel]) -> dict[str, Any]:
     """One object schema admitting each success shape and the error shape."""
     models = (*success, ErrorResult)
@@ -48,8 +58,12 @@ def output_schema(*success: type[BaseModel]) -> dict[str, Any]:
 
 
 def _result(reply: Reply) -> ToolResult:
+    if reply.input_required is not None:  # a 2026-07-28 host answers the server's asks, then calls again
+        return InputRequiredToolResult(reply.input_required)
     return ToolResult(
-        content=reply.text, structured_content=reply.data.model_dump(mode="json", exclude_none=True), is_error=reply.is_error
+        content=[mt.TextContent(type="text", text=reply.text), *reply.blocks],
+        structured_content=reply.data.model_dump(mode="json", exclude_none=True),
+        is_error=reply.is_error,
     )
 
 
@@ -95,28 +109,48 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
         output_schema=output_schema(ServerList, ToolCatalog, ToolSchema),
     )
     async def mcp_list_tools(
+        ctx: Context,
         server: Annotated[str | None, Field(description="Omit to list the registered servers.")] = None,
         tool_name: Annotated[str | None, Field(description="Give with server for one tool's full schema.")] = None,
     ) -> ToolResult:
         """List the registered MCP servers, one server's tools (compact catalog), or one tool's full schema."""
-        return _result(await bridge.list_tools_async(server, tool_name))
+        return _result(await bridge.list_tools_async(server, tool_name, channel=FastMCPChannel(ctx)))
 
     @app.tool(
         name="mcp_call_tool",
         title="Call a tool on an MCP server",
+        description=CALL_DESCRIPTION,
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True),
         output_schema=output_schema(CallResult),
     )
     async def mcp_call_tool(
         server: ServerName,
-        tool_name: Annotated[str, Field(description="A tool name exactly as mcp_list_tools shows it.")],
+        tool_name: Annotated[
+            str,
+            Field(description='A tool name exactly as mcp_list_tools shows it, or "resources/read" to read a resource.'),
+        ],
+        ctx: Context,
         arguments_json: Annotated[
             str | dict[str, Any],
             Field(description='The tool\'s arguments: a JSON object, or its text, e.g. {"path": "README.md"}.'),
         ] = "{}",
+        result_handle: Annotated[
+            str | None, Field(description="To read on in a cut result: the handle its marker names (with offset).")
+        ] = None,
+        offset: Annotated[int | None, Field(description="With result_handle: where the next part starts.")] = None,
     ) -> ToolResult:
-        """Call one tool on a registered MCP server. List the server's tools first; never guess names or arguments."""
-        return _result(await bridge.call_tool_async(server, tool_name, arguments_json))
+        channel = FastMCPChannel(ctx)
+        reply = await bridge.call_tool_async(
+            server,
+            tool_name,
+            arguments_json,
+            channel=channel,
+            result_handle=result_handle,
+            offset=offset,
+            input_responses=ctx.input_responses,
+            request_state=ctx.request_state,
+        )
+        return _result(reply)
 
     if bridge.settings.allow_dynamic:
 

@@ -15,6 +15,7 @@ import os
 import shlex
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from bridge import ssrf, telemetry
 from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import SessionSettings
 from bridge.downstream.pool import Sessions
+from bridge.downstream.relay import CallRelay, HostChannel, RelayLimits, roots_for
 from bridge.downstream.runtime import Runtime
 from bridge.downstream.stdio import ChildSupport, launch_refusal, plan_child
 from bridge.errors import BridgeError, ErrorResult, unknown_tool
@@ -38,6 +40,7 @@ from bridge.internals import StoredOAuth
 from bridge.models import (
     AddResult,
     HttpServerSpec,
+    InputRequested,
     Origin,
     RemoveResult,
     ServerInfo,
@@ -54,6 +57,8 @@ from bridge.tools.audit import AuditEntry, AuditLog
 from bridge.tools.drift import DriftGuard
 from bridge.tools.gates import require_dynamic, require_transport
 from bridge.tools.oauth import oauth_client_metadata
+from bridge.tools.parked import Asks, Parking
+from bridge.tools.results import Results
 from bridge.tools.sync import SyncFaces
 from sandbox import (
     CommandNotFound,
@@ -65,17 +70,38 @@ from sandbox import (
     remove_home,
 )
 
+# The reserved tool name that reads a resource the server listed or linked (`mcp_call_tool`).
+RESOURCES_READ = "resources/read"
+
 
 @dataclass(frozen=True)
 class Reply:
-    """What a tool answers: text for the model and the structured content behind it."""
+    """What a tool answers: text for the model and the structured content behind it; blocks that
+    pass through as they came (images, audio, resource links); or what the host must answer first."""
 
     text: str
     data: BaseModel
+    blocks: tuple[output.Passed, ...] = ()
+    input_required: types.InputRequiredResult | None = None
 
     @property
     def is_error(self) -> bool:
         return isinstance(self.data, ErrorResult)
+
+
+_MAX_LINKED = 256
+
+
+def _as_block(item: types.TextResourceContents | types.BlobResourceContents) -> types.ContentBlock:
+    """A resource's contents as a tool result block: text as text, a picture or a sound as media."""
+    if isinstance(item, types.TextResourceContents):
+        return types.TextContent(type="text", text=item.text)
+    mime = item.mime_type or ""
+    if mime.startswith("image/"):
+        return types.ImageContent(type="image", data=item.blob, mime_type=mime)
+    if mime.startswith("audio/"):
+        return types.AudioContent(type="audio", data=item.blob, mime_type=mime)
+    return types.EmbeddedResource(type="resource", resource=item)
 
 
 def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
@@ -173,7 +199,12 @@ class Bridge(SyncFaces):
         self.sandbox_problem = probe(self.sandbox) if "stdio" in settings.allowed_transports else None
         self.audit = AuditLog(settings.audit_dir, max_bytes=settings.audit_max_bytes, backups=settings.audit_backups)
         self.drift = DriftGuard(self.registry)
-        self.runtime = Runtime(services=[self.sessions.serve, self.proxy.serve])
+        self.results = Results(keep_s=settings.result_keep_s, keep_chars=settings.result_keep_chars)
+        self.parking = Parking(ttl_s=settings.input_ttl_s, max_parked=settings.max_sessions)
+        self.limits = RelayLimits(progress_interval_s=settings.progress_interval_s)
+        # URIs each server linked or embedded in a result: `resources/read` may read them.
+        self.linked: dict[str, OrderedDict[str, None]] = {}
+        self.runtime = Runtime(services=[self.sessions.serve, self.proxy.serve, self.parking.serve])
 
     def close(self) -> None:
         self.runtime.close()
@@ -314,8 +345,11 @@ class Bridge(SyncFaces):
 
     # -- the four tools (async: awaitable from any event loop) ------------------------------
 
-    async def list_tools_async(self, server: str | None = None, tool_name: str | None = None) -> Reply:
-        """No server: the registered servers. A server: its catalog. And a tool: that tool's schema."""
+    async def list_tools_async(
+        self, server: str | None = None, tool_name: str | None = None, *, channel: HostChannel | None = None
+    ) -> Reply:
+        """No server: the registered servers. A server: its catalog, as offered to a host with the
+        abilities of `channel`'s. And a tool: that tool's schema."""
 
         async def build() -> Reply:
             if server is None or server == "":  # a wrong type (0, [], False) is not "no server"
@@ -329,7 +363,8 @@ class Bridge(SyncFaces):
                 return Reply(text=text, data=data)
             name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
-            tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec))
+            call = CallRelay(channel=channel, roots=roots_for(spec, self.settings.workspace), limits=self.limits)
+            tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec, call))
             rules = self._policy(name)
             if wanted is None:
                 refusals = {tool.name: policy.refused(rules, tool) for tool in tools}
@@ -344,26 +379,112 @@ class Bridge(SyncFaces):
 
         return await self._reply("mcp_list_tools", build, server=server, downstream_tool=tool_name)
 
-    async def call_tool_async(self, server: str, tool_name: str, arguments_json: object = "{}") -> Reply:
+    async def call_tool_async(
+        self,
+        server: str,
+        tool_name: str,
+        arguments_json: object = "{}",
+        *,
+        channel: HostChannel | None = None,
+        result_handle: object = None,
+        offset: object = None,
+        input_responses: dict[str, types.InputResponse] | None = None,
+        request_state: str | None = None,
+    ) -> Reply:
+        """Call a downstream tool, relaying what its server sends back through `channel` (none: the
+        server's asks are declined); or read on in a cut result (`result_handle`, `offset`); or go on
+        with a call parked on its server's asks (`request_state`, `input_responses`)."""
+
         async def build() -> Reply:
             name, spec = self.resolve(server)
             tool = validation.tool_name(tool_name)
+            caller = channel.caller if channel is not None else self.caller
+            if result_handle is not None or offset is not None:
+                return self._read_on(name, tool, caller, result_handle, offset)
             arguments = validation.arguments(arguments_json)
             rules = self._policy(name)
             policy.require_callable(rules, name, tool)
-            _, result = await self.runtime.run_async(
-                lambda: self.sessions.call_tool(
-                    name, spec, tool, arguments, admit=lambda found: policy.require_callable(rules, name, found)
+            if tool == RESOURCES_READ:
+                return await self._read_resource(name, spec, arguments, caller)
+
+            async def run(up: HostChannel | None) -> tuple[types.CallToolResult, list[str]]:
+                relay = CallRelay(channel=up, roots=roots_for(spec, self.settings.workspace), limits=self.limits)
+                _, result = await self.sessions.call_tool(
+                    name, spec, tool, arguments, admit=lambda found: policy.require_callable(rules, name, found), call=relay
                 )
-            )
-            data, text = output.call_result(name, tool, result, self.settings.max_chars)
-            if result.is_error:
-                raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
-            return Reply(text=text, data=data)
+                return result, relay.notes
+
+            outcome: tuple[types.CallToolResult, list[str]] | Asks
+            if request_state is not None and channel is not None:
+                state = request_state
+                outcome = await self.runtime.run_async(
+                    lambda: self.parking.resume(state, caller, name, tool, channel, input_responses or {})
+                )
+            elif channel is not None and channel.defers_asks and channel.abilities.asks:
+                outcome = await self.runtime.run_async(lambda: self.parking.start(caller, name, tool, channel, run))
+            else:
+                outcome = await self.runtime.run_async(lambda: run(channel))
+            if isinstance(outcome, Asks):
+                return self._asks(name, tool, outcome)
+            result, notes = outcome
+            return self._first_page(name, tool, caller, result, notes)
 
         return await self._reply(
             "mcp_call_tool", build, server=server, downstream_tool=tool_name, arguments_json=arguments_json
         )
+
+    def _first_page(
+        self, name: str, tool: str, caller: str, result: types.CallToolResult, notes: list[str]
+    ) -> Reply:
+        rendering = output.render(result, self.settings.max_media_bytes)
+        self._remember_links(name, rendering.linked)
+        full = "\n".join(part for part in (rendering.full, *notes) if part)
+        handle = self.results.keep(caller, name, tool, full) if len(full) > self.settings.max_chars else None
+        data, text = output.call_result(
+            name, tool, rendering, result.structured_content, self.settings.max_chars, notes=notes, handle=handle
+        )
+        if result.is_error:
+            raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
+        return Reply(text=text, data=data, blocks=tuple(rendering.blocks))
+
+    def _read_on(self, name: str, tool: str, caller: str, handle: object, offset: object) -> Reply:
+        if not isinstance(handle, str) or not handle:
+            raise BridgeError("invalid_argument", "result_handle must be the handle a cut result named")
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise BridgeError("invalid_argument", "offset must be a whole number of characters, 0 or more")
+        text = self.results.text(handle, caller, name, tool)
+        if offset >= len(text):
+            raise BridgeError("invalid_argument", f"offset {offset} is past the end of the result ({len(text)} characters)")
+        rendering = output.Rendering(full=text, blocks=[], summaries=[], linked=[])
+        data, shown = output.call_result(name, tool, rendering, None, self.settings.max_chars, handle=handle, offset=offset)
+        return Reply(text=shown, data=data)
+
+    def _asks(self, name: str, tool: str, asks: Asks) -> Reply:
+        described = [
+            f"{key}: {'elicitation' if isinstance(ask, types.ElicitRequest) else 'sampling'} request"
+            for key, ask in asks.requests.items()
+        ]
+        data = InputRequested(server=name, tool=tool, asks=described)
+        text = f"{name}/{tool} waits for the user's answer to: " + "; ".join(described)
+        required = types.InputRequiredResult(input_requests=dict(asks.requests), request_state=asks.state)
+        return Reply(text=text, data=data, input_required=required)
+
+    def _remember_links(self, name: str, uris: list[str]) -> None:
+        linked = self.linked.setdefault(name, OrderedDict())
+        for uri in uris:
+            linked[uri] = None
+            linked.move_to_end(uri)
+        while len(linked) > _MAX_LINKED:
+            linked.popitem(last=False)
+
+    async def _read_resource(self, name: str, spec: ServerSpec, arguments: dict[str, object], caller: str) -> Reply:
+        uri = arguments.get("uri")
+        if not isinstance(uri, str) or not uri or set(arguments) != {"uri"}:
+            raise BridgeError("invalid_argument", 'resources/read takes arguments_json {"uri": "<a URI the server listed or linked>"}')
+        linked = uri in self.linked.get(name, {})
+        contents = await self.runtime.run_async(lambda: self.sessions.read_resource(name, spec, uri, linked=linked))
+        result = types.CallToolResult(content=[_as_block(item) for item in contents])
+        return self._first_page(name, RESOURCES_READ, caller, result, [])
 
     async def add_server_async(
         self,

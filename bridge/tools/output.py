@@ -1,13 +1,17 @@
 """Render catalogs and results as text for the model, inside the `MCP_MAX_CHARS` budget.
 
 Budget rules: in a catalog every tool name survives; descriptions are shortened first (the longest
-ones first, to a common cap) and a line says so. Call results are cut with a visible marker that
-gives the full length, and non-text blocks are summarised, never dropped silently.
+ones first, to a common cap) and a line says so. Call results are paged: each page ends in a
+marker that says which characters it shows and how to read on (the bridge keeps the whole text
+under a result handle). Images and audio pass through as blocks inside their own byte budget;
+what does not pass is summarised in the text, never dropped silently.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -102,45 +106,135 @@ def schema(server: str, tool: types.Tool, max_chars: int, refused: str | None = 
     return ToolSchema(server=server, tool=definition, refused=refused), text
 
 
-def _summarise_block(block: Any) -> str | None:
-    if isinstance(block, types.TextContent):
-        return None
-    if isinstance(block, (types.ImageContent, types.AudioContent)):
-        return f"[{block.type}: {block.mime_type}, {len(block.data)} base64 characters, not shown]"
-    if isinstance(block, types.EmbeddedResource):
-        resource = block.resource
-        size = len(getattr(resource, "text", None) or getattr(resource, "blob", None) or "")
-        return f"[embedded resource: {resource.uri} ({resource.mime_type or 'unknown type'}), {size} characters]"
-    if isinstance(block, types.ResourceLink):
-        return f"[resource link: {block.uri} ({block.mime_type or 'unknown type'}) {block.name}]"
-    return f"[{getattr(block, 'type', type(block).__name__)} content, not shown]"
+Media = types.ImageContent | types.AudioContent
+Passed = types.ImageContent | types.AudioContent | types.ResourceLink
 
 
-def tool_result_text(result: types.CallToolResult) -> tuple[str, list[str]]:
-    """Text blocks joined; every other block summarised in a line of its own."""
-    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
-    others = [s for s in (_summarise_block(block) for block in result.content) if s is not None]
-    return "\n".join(texts), others
+@dataclass(frozen=True)
+class Rendering:
+    """A downstream result as the host gets it: the whole text (cut later, page by page), the
+    blocks that pass through as blocks, and the URIs the server linked (they may be read on)."""
+
+    full: str
+    blocks: list[Passed]
+    summaries: list[str]
+    linked: list[str]
 
 
-def call_result(server: str, tool: str, result: types.CallToolResult, max_chars: int) -> tuple[CallResult, str]:
-    text, others = tool_result_text(result)
-    structured = result.structured_content
-    if not text and structured is not None:
-        text = json.dumps(structured, ensure_ascii=False)
-    full = "\n".join(part for part in (text, *others) if part)
-    shown, truncated = cut(full, max_chars)
-    if structured is not None and len(json.dumps(structured, ensure_ascii=False)) > max_chars:
-        structured = None  # over budget: the text copy (cut, with its marker) stands in for it
-        others = [*others, "[structured content over budget, shown only as cut text]"]
+def media_bytes(block: Media) -> int:
+    """The decoded size of a base64 payload, without decoding it."""
+    data = block.data
+    return len(data) * 3 // 4 - data[-2:].count("=")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+def render(result: types.CallToolResult, max_media_bytes: int) -> Rendering:
+    """Text blocks in order; images and audio pass through whole while they fit `max_media_bytes`
+    together (each is named in the text either way); an embedded text resource shows its text;
+    resource links stay links and are named in the text; anything else is summarised."""
+    parts: list[str] = []
+    blocks: list[Passed] = []
+    summaries: list[str] = []
+    linked: list[str] = []
+    media_left = max_media_bytes
+
+    def note(line: str) -> None:
+        summaries.append(line)
+        parts.append(line)
+
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            size = media_bytes(block)
+            if size <= media_left:
+                media_left -= size
+                blocks.append(block)
+                note(f"[{block.type}: {block.mime_type}, {_mib(size)}, attached]")
+            else:
+                note(f"[{block.type}: {block.mime_type}, {_mib(size)}, over the {_mib(max_media_bytes)} media budget, not shown]")
+        elif isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            kind = resource.mime_type or "unknown type"
+            linked.append(str(resource.uri))
+            if isinstance(resource, types.TextResourceContents):
+                note(f"[embedded resource: {resource.uri} ({kind}), {len(resource.text)} characters:]")
+                parts.append(resource.text)
+            else:
+                note(f"[embedded resource: {resource.uri} ({kind}), {len(resource.blob)} base64 characters, not shown]")
+        elif isinstance(block, types.ResourceLink):
+            blocks.append(block)
+            linked.append(str(block.uri))
+            note(
+                f"[resource link: {block.uri} ({block.mime_type or 'unknown type'}) {block.name}; read it with "
+                f'tool_name="resources/read" and arguments_json={{"uri": {json.dumps(str(block.uri))}}}]'
+            )
+        else:
+            note(f"[{getattr(block, 'type', type(block).__name__)} content, not shown]")
+    text = "\n".join(part for part in parts if part)
+    if not text and result.structured_content is not None:
+        text = json.dumps(result.structured_content, ensure_ascii=False)
+    return Rendering(full=text, blocks=blocks, summaries=summaries, linked=linked)
+
+
+def page(text: str, offset: int, limit: int, read_on: Callable[[int], str] | None) -> tuple[str, int | None]:
+    """The part of `text` from `offset` that fits `limit` characters with its marker, and where
+    the next part starts (None: this part reaches the end). The marker says how to read on."""
+    rest = len(text) - offset
+    if offset == 0 and rest <= limit:
+        return text, None
+    end = len(text)
+
+    def marker(to: int) -> str:
+        if to >= len(text):
+            return f"\n…[end: characters {offset}-{to} of {len(text)} characters]"
+        how = f"; read on with {read_on(to)}" if read_on is not None else ""
+        return f"\n…[truncated: showing characters {offset}-{to} of {len(text)} characters{how}]"
+
+    if rest + len(marker(end)) > limit:
+        # The marker's length depends on the numbers in it: take the room of the longest one. A
+        # marker that leaves no room (names near their 256-character cap) still lets half through.
+        end = min(len(text), offset + max(limit // 2, limit - len(marker(len(text) - 1))))
+    return text[offset:end] + marker(end), end if end < len(text) else None
+
+
+def call_result(
+    server: str,
+    tool: str,
+    rendering: Rendering,
+    structured: dict[str, Any] | None,
+    max_chars: int,
+    *,
+    notes: Sequence[str] = (),
+    handle: str | None = None,
+    offset: int = 0,
+) -> tuple[CallResult, str]:
+    """One page of a result (the first, or the one at `offset` of a kept result under `handle`)."""
+    full = "\n".join(part for part in (rendering.full, *notes) if part)
+
+    def read_on(at: int) -> str:
+        return f"mcp_call_tool(server={server!r}, tool_name={tool!r}, result_handle={handle!r}, offset={at})"
+
+    shown, next_offset = page(full, offset, max_chars, read_on if handle is not None else None)
+    summaries = list(rendering.summaries)
+    if structured is not None and (offset or len(json.dumps(structured, ensure_ascii=False)) > max_chars):
+        structured = None  # over budget (or a later page): the text copy stands in for it
+        if not offset:
+            summaries.append("[structured content over budget, shown only as cut text]")
     data = CallResult(
         server=server,
         tool=tool,
         text=shown,
-        truncated=truncated,
+        truncated=next_offset is not None or offset > 0,
         full_length=len(full),
+        offset=offset,
+        next_offset=next_offset,
+        result_handle=handle if next_offset is not None else None,
         structured_content=structured,
-        other_content=others,
+        other_content=summaries if not offset else [],
     )
     return data, shown
 

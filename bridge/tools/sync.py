@@ -24,8 +24,18 @@ class SyncFaces:
     def list_tools(self: Bridge, server: str | None = None, tool_name: str | None = None) -> Reply:
         return self._wait(lambda: self.list_tools_async(server, tool_name))
 
-    def call_tool(self: Bridge, server: str, tool_name: str, arguments_json: object = "{}") -> Reply:
-        return self._wait(lambda: self.call_tool_async(server, tool_name, arguments_json))
+    def call_tool(
+        self: Bridge,
+        server: str,
+        tool_name: str,
+        arguments_json: object = "{}",
+        result_handle: str | None = None,
+        offset: int | None = None,
+    ) -> Reply:
+        """No host channel: the server's asks are declined, its progress and logs go nowhere."""
+        return self._wait(
+            lambda: self.call_tool_async(server, tool_name, arguments_json, result_handle=result_handle, offset=offset)
+        )
 
     def add_server(
         self: Bridge,

@@ -123,52 +123,97 @@ def test_schema_keeps_the_definition_whole_while_the_text_copy_is_cut() -> None:
 # -- call results ----------------------------------------------------------------------------
 
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+PNG_BYTES = 70
+MIB = 1024 * 1024
+
+
+def call(result: types.CallToolResult, limit: int = 4000, media: int = MIB, **kw: object) -> tuple[object, str]:
+    rendering = output.render(result, media)
+    return output.call_result("srv", "tool", rendering, result.structured_content, limit, **kw)  # type: ignore[arg-type]
 
 
 def test_call_result_passes_short_text_through() -> None:
-    result = types.CallToolResult(content=[types.TextContent(type="text", text="hello")])
-    data, text = output.call_result("srv", "echo", result, 4000)
-    assert (text, data.text, data.truncated, data.full_length) == ("hello", "hello", False, 5)
+    data, text = call(types.CallToolResult(content=[types.TextContent(type="text", text="hello")]))
+    assert (text, data.text, data.truncated, data.full_length, data.next_offset) == ("hello", "hello", False, 5, None)
 
 
 def test_call_result_over_budget_is_cut_with_the_full_length() -> None:
-    result = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 100_000)])
-    data, text = output.call_result("srv", "big", result, 4000)
+    data, text = call(types.CallToolResult(content=[types.TextContent(type="text", text="x" * 100_000)]))
     assert len(text) <= 4000
     assert data.truncated is True
     assert data.full_length == 100_000
-    assert "of 100000 characters" in text
+    assert "of 100000" in text
 
 
-def test_call_result_summarises_an_image_block() -> None:
-    result = types.CallToolResult(content=[types.ImageContent(type="image", data=PNG_B64, mime_type="image/png")])
-    data, text = output.call_result("srv", "image", result, 4000)
-    assert data.other_content == [f"[image: image/png, {len(PNG_B64)} base64 characters, not shown]"]
-    assert "[image: image/png" in text
+def test_a_cut_result_with_a_handle_says_how_to_read_on_and_where() -> None:
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 10_000)])
+    data, text = call(result, handle="r-abc")
+    assert len(text) <= 4000
+    assert data.result_handle == "r-abc"
+    assert f"result_handle='r-abc', offset={data.next_offset})" in text
+    assert text.startswith("x" * data.next_offset + "\n…[truncated: showing characters 0-")
+
+
+def test_pages_of_a_kept_result_join_to_the_whole_text_exactly() -> None:
+    whole = "".join(f"{i:05d}|" for i in range(5000))
+    rendering = output.Rendering(full=whole, blocks=[], summaries=[], linked=[])
+    parts, offset = [], 0
+    while True:
+        data, text = output.call_result("srv", "tool", rendering, None, 1000, handle="r-x", offset=offset)
+        assert len(text) <= 1000
+        end = data.next_offset if data.next_offset is not None else len(whole)
+        parts.append(text[: end - offset])
+        if data.next_offset is None:
+            assert text.endswith(f"[end: characters {offset}-{len(whole)} of {len(whole)} characters]")
+            break
+        offset = data.next_offset
+    assert "".join(parts) == whole
+
+
+def test_an_image_under_the_media_budget_passes_through_as_the_same_block() -> None:
+    image = types.ImageContent(type="image", data=PNG_B64, mime_type="image/png")
+    rendering = output.render(types.CallToolResult(content=[image]), MIB)
+    assert rendering.blocks == [image]
+    assert rendering.summaries == [f"[image: image/png, {PNG_BYTES} bytes, attached]"]
+
+
+def test_an_image_over_the_media_budget_is_summarised_with_its_size() -> None:
+    image = types.ImageContent(type="image", data=PNG_B64, mime_type="image/png")
+    data, text = call(types.CallToolResult(content=[image]), media=PNG_BYTES - 1)
+    assert data.other_content == [f"[image: image/png, {PNG_BYTES} bytes, over the {PNG_BYTES - 1} bytes media budget, not shown]"]
     assert PNG_B64 not in text
 
 
-def test_call_result_summarises_an_audio_block() -> None:
-    result = types.CallToolResult(content=[types.AudioContent(type="audio", data="UklGRg==", mime_type="audio/wav")])
-    data, _ = output.call_result("srv", "audio", result, 4000)
-    assert data.other_content == ["[audio: audio/wav, 8 base64 characters, not shown]"]
+def test_media_blocks_share_one_byte_budget() -> None:
+    image = types.ImageContent(type="image", data=PNG_B64, mime_type="image/png")
+    rendering = output.render(types.CallToolResult(content=[image, image]), PNG_BYTES * 2 - 1)
+    assert rendering.blocks == [image]
+    assert "over the" in rendering.summaries[1]
 
 
-def test_call_result_summarises_an_embedded_resource() -> None:
+def test_an_audio_block_passes_through() -> None:
+    audio = types.AudioContent(type="audio", data="UklGRg==", mime_type="audio/wav")
+    rendering = output.render(types.CallToolResult(content=[audio]), MIB)
+    assert rendering.blocks == [audio]
+    assert rendering.summaries == ["[audio: audio/wav, 4 bytes, attached]"]
+
+
+def test_an_embedded_text_resource_shows_its_text() -> None:
     resource = types.TextResourceContents(uri="file:///notes.txt", text="hello resource", mime_type="text/plain")
-    result = types.CallToolResult(content=[types.EmbeddedResource(type="resource", resource=resource)])
-    data, text = output.call_result("srv", "res", result, 4000)
-    assert data.other_content == ["[embedded resource: file:///notes.txt (text/plain), 14 characters]"]
-    assert "file:///notes.txt" in text
+    data, text = call(types.CallToolResult(content=[types.EmbeddedResource(type="resource", resource=resource)]))
+    assert data.other_content == ["[embedded resource: file:///notes.txt (text/plain), 14 characters:]"]
+    assert text.endswith("\nhello resource")
 
 
-def test_call_result_summarises_a_resource_link() -> None:
+def test_a_resource_link_stays_a_link_and_says_how_to_read_it() -> None:
     link = types.ResourceLink(type="resource_link", uri="https://example.com/doc", name="doc", mime_type="text/html")
-    data, _ = output.call_result("srv", "link", types.CallToolResult(content=[link]), 4000)
-    assert data.other_content == ["[resource link: https://example.com/doc (text/html) doc]"]
+    rendering = output.render(types.CallToolResult(content=[link]), MIB)
+    assert rendering.blocks == [link]
+    assert rendering.linked == ["https://example.com/doc"]
+    assert 'tool_name="resources/read" and arguments_json={"uri": "https://example.com/doc"}' in rendering.full
 
 
-def test_call_result_keeps_text_and_summaries_of_mixed_blocks_in_order() -> None:
+def test_call_result_keeps_text_and_media_lines_in_order() -> None:
     result = types.CallToolResult(
         content=[
             types.TextContent(type="text", text="first"),
@@ -176,29 +221,27 @@ def test_call_result_keeps_text_and_summaries_of_mixed_blocks_in_order() -> None
             types.TextContent(type="text", text="second"),
         ]
     )
-    data, text = output.call_result("srv", "mixed", result, 4000)
-    assert text.splitlines()[:2] == ["first", "second"]
-    assert len(data.other_content) == 1 and data.other_content[0] in text
+    data, text = call(result)
+    assert text.splitlines() == ["first", data.other_content[0], "second"]
 
 
 def test_call_result_keeps_structured_content_within_budget() -> None:
     result = types.CallToolResult(
         content=[types.TextContent(type="text", text="42")], structured_content={"result": 42}
     )
-    data, _ = output.call_result("srv", "add", result, 4000)
+    data, _ = call(result)
     assert data.structured_content == {"result": 42}
 
 
 def test_call_result_renders_structured_content_as_text_when_there_is_no_text() -> None:
-    result = types.CallToolResult(content=[], structured_content={"result": 42})
-    _data, text = output.call_result("srv", "add", result, 4000)
+    _data, text = call(types.CallToolResult(content=[], structured_content={"result": 42}))
     assert json.loads(text) == {"result": 42}
 
 
 def test_call_result_drops_structured_content_over_budget_and_says_so() -> None:
     big = {"result": "x" * 10_000}
     result = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 10_000)], structured_content=big)
-    data, text = output.call_result("srv", "big", result, 4000)
+    data, text = call(result)
     assert data.structured_content is None
     assert "[structured content over budget, shown only as cut text]" in data.other_content
     assert len(text) <= 4000
