@@ -111,6 +111,24 @@ class _Live:
         return not (abilities.exclusive and self.in_use)
 
 
+TASKS_UNAVAILABLE = (
+    "can only run as a task (execution.taskSupport=required), and this server does not offer "
+    "task-augmented calls in the handshake era, the only one the bridge can run tasks in"
+)
+
+
+def _task_only(tool: types.Tool) -> bool:
+    return tool.execution is not None and tool.execution.task_support == "required"
+
+
+def _runs_tasks(client: Client) -> bool:
+    """Whether the bridge can run a task-only tool on this session (2025-11-25 task-augmented calls)."""
+    tasks = client.server_capabilities.tasks
+    requests = tasks.requests if tasks is not None else None
+    offers = requests is not None and requests.tools is not None and requests.tools.call is not None
+    return offers and client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
 def _refused(exc: BaseException) -> bool:
     """The server answered the handshake with an error (a 2026-07-28-only server does)."""
     return any(isinstance(leaf, MCPError) and leaf.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT) for leaf in leaves(exc))
@@ -404,9 +422,18 @@ class Sessions:
 
     async def list_tools(self, name: str, spec: ServerSpec, call: CallRelay | None = None) -> list[types.Tool]:
         """The catalog the calling host would see: on a session with its abilities."""
+        return (await self.catalog(name, spec, call))[0]
 
-        async def op(live: _Live, client: Client) -> list[types.Tool]:
-            return list((await self._tools(live, client)).values())
+    async def catalog(
+        self, name: str, spec: ServerSpec, call: CallRelay | None = None
+    ) -> tuple[list[types.Tool], dict[str, str]]:
+        """The catalog, and why each of its tools cannot be called here, if one cannot: a task-only
+        tool on a server that runs no tasks the bridge can drive."""
+
+        async def op(live: _Live, client: Client) -> tuple[list[types.Tool], dict[str, str]]:
+            tools = list((await self._tools(live, client)).values())
+            unrunnable = {} if _runs_tasks(client) else {tool.name: TASKS_UNAVAILABLE for tool in tools if _task_only(tool)}
+            return tools, unrunnable
 
         return await self._use(name, spec, "tools/list", op, call)
 
@@ -433,7 +460,7 @@ class Sessions:
             admit(tool)
             relay = call if call is not None else live.relay()
             trace.get_current_span().set_attribute(telemetry.DOWNSTREAM_TOOL, tool_name)
-            if tool.execution is not None and tool.execution.task_support == "required":
+            if _task_only(tool):
                 result = await self._call_as_task(client, tool_name, arguments, relay)
             else:
                 # Progress names its request (by token), so it reaches the call on a shared session too.
@@ -454,15 +481,8 @@ class Sessions:
         delivers what the server asks meanwhile). Within the call's deadline; a call given up on
         cancels the task. The 2026-07-28 tasks extension is not in the SDK client: such a server,
         or one that does not offer task-augmented calls, gets a refusal at once."""
-        tasks = client.server_capabilities.tasks
-        requests = tasks.requests if tasks is not None else None
-        offers = requests is not None and requests.tools is not None and requests.tools.call is not None
-        if client.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS or not offers:
-            raise BridgeError(
-                "protocol_error",
-                f"Tool {tool_name!r} can only run as a task (execution.taskSupport=required), and this server does "
-                "not offer task-augmented calls in the handshake era, the only one the bridge can run tasks in.",
-            )
+        if not _runs_tasks(client):
+            raise BridgeError("protocol_error", f"Tool {tool_name!r} {TASKS_UNAVAILABLE}.")
         request = types.CallToolRequest(
             params=types.CallToolRequestParams(name=tool_name, arguments=arguments, task=types.TaskMetadata(ttl=_TASK_TTL_MS))
         )
@@ -513,8 +533,3 @@ class Sessions:
             if not cursor:
                 break
         return uris
-
-    @property
-    def live_count(self) -> int:
-        return len(self._all())
-

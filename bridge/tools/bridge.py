@@ -364,17 +364,18 @@ class Bridge(SyncFaces):
             name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
             call = CallRelay(channel=channel, roots=roots_for(spec, self.settings.workspace), limits=self.limits)
-            tools = await self.runtime.run_async(lambda: self.sessions.list_tools(name, spec, call))
+            tools, unrunnable = await self.runtime.run_async(lambda: self.sessions.catalog(name, spec, call))
             rules = self._policy(name)
             if wanted is None:
-                refusals = {tool.name: policy.refused(rules, tool) for tool in tools}
+                refusals = {tool.name: policy.refused(rules, tool) or unrunnable.get(tool.name) for tool in tools}
                 changed = await self.drift.check(name, spec, tools)
                 catalog, text = output.catalog(name, tools, self.settings.max_chars, refusals, changed)
                 return Reply(text=text, data=catalog)
             found = next((tool for tool in tools if tool.name == wanted), None)
             if found is None:
                 raise unknown_tool(wanted, [tool.name for tool in tools])
-            schema, text = output.schema(name, found, self.settings.max_chars, policy.refused(rules, found))
+            refused = policy.refused(rules, found) or unrunnable.get(found.name)
+            schema, text = output.schema(name, found, self.settings.max_chars, refused)
             return Reply(text=text, data=schema)
 
         return await self._reply("mcp_list_tools", build, server=server, downstream_tool=tool_name)

@@ -573,3 +573,20 @@ def test_without_a_working_sandbox_http_servers_still_work(make_bridge: MakeBrid
     bridge = make_bridge(sandbox="seatbelt")
     ok(bridge.add_server("web", url=http_echo_url))
     assert ok(bridge.call_tool("web", "echo", '{"text": "unsandboxed http"}')).text == "unsandboxed http"
+
+
+def test_a_task_only_tool_the_server_cannot_run_as_a_task_is_marked_in_the_catalog_and_refused_at_once(
+    make_bridge: MakeBridge,
+) -> None:
+    """host_hostile offers a task-only tool but no task-augmented calls: the catalog says so, and the
+    call is refused with the same reason before anything is sent; its runnable twin is listed plain."""
+    bridge = make_bridge()
+    ok(bridge.add_server("hostile", command=sys.executable, args_json=json.dumps([fixture_path("host_hostile")])))
+    catalog = ok(bridge.list_tools("hostile")).data
+    refused = {tool.name: tool.refused for tool in catalog.tools}  # type: ignore[attr-defined]
+    assert refused["task_only"] is not None and "can only run as a task" in refused["task_only"]
+    assert refused["claude_ready"] is None
+    schema = ok(bridge.list_tools("hostile", "task_only"))
+    assert "can only run as a task" in schema.text
+    failed = error(bridge.call_tool("hostile", "task_only", "{}"), "protocol_error")
+    assert "can only run as a task" in failed.message
