@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import anyio.to_thread
 import httpx2
@@ -59,6 +59,7 @@ from bridge.tools.gates import require_dynamic, require_transport
 from bridge.tools.oauth import oauth_client_metadata
 from bridge.tools.parked import Asks, Parking
 from bridge.tools.results import Results
+from bridge.tools.signin import SignIns
 from bridge.tools.sync import SyncFaces
 from sandbox import (
     CommandNotFound,
@@ -122,6 +123,9 @@ def _audited_name(value: object) -> str | None:
         return None
     text = (value if isinstance(value, str) else repr(value))[:200]
     return text.encode("utf-8", "backslashreplace").decode()  # a lone surrogate cannot be written as JSON
+
+
+T = TypeVar("T")
 
 
 def _size(arguments_json: object) -> int:
@@ -204,7 +208,8 @@ class Bridge(SyncFaces):
         self.limits = RelayLimits(progress_interval_s=settings.progress_interval_s)
         # URIs each server linked or embedded in a result: `resources/read` may read them.
         self.linked: dict[str, OrderedDict[str, None]] = {}
-        self.runtime = Runtime(services=[self.sessions.serve, self.proxy.serve, self.parking.serve])
+        self.sign_ins = SignIns(self.sessions.settings)
+        self.runtime = Runtime(services=[self.sessions.serve, self.proxy.serve, self.parking.serve, self.sign_ins.serve])
 
     def close(self) -> None:
         self.runtime.close()
@@ -364,7 +369,9 @@ class Bridge(SyncFaces):
             name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
             call = CallRelay(channel=channel, roots=roots_for(spec, self.settings.workspace), limits=self.limits)
-            tools, unrunnable = await self.runtime.run_async(lambda: self.sessions.catalog(name, spec, call))
+            tools, unrunnable = await self.runtime.run_async(
+                lambda: self._signing_in(name, spec, call, lambda: self.sessions.catalog(name, spec, call))
+            )
             rules = self._policy(name)
             if wanted is None:
                 refusals = {tool.name: policy.refused(rules, tool) or unrunnable.get(tool.name) for tool in tools}
@@ -410,8 +417,13 @@ class Bridge(SyncFaces):
 
             async def run(up: HostChannel | None) -> tuple[types.CallToolResult, list[str]]:
                 relay = CallRelay(channel=up, roots=roots_for(spec, self.settings.workspace), limits=self.limits)
-                _, result = await self.sessions.call_tool(
-                    name, spec, tool, arguments, admit=lambda found: policy.require_callable(rules, name, found), call=relay
+                _, result = await self._signing_in(
+                    name,
+                    spec,
+                    relay,
+                    lambda: self.sessions.call_tool(
+                        name, spec, tool, arguments, admit=lambda found: policy.require_callable(rules, name, found), call=relay
+                    ),
                 )
                 return result, relay.notes
 
@@ -432,6 +444,45 @@ class Bridge(SyncFaces):
 
         return await self._reply(
             "mcp_call_tool", build, server=server, downstream_tool=tool_name, arguments_json=arguments_json
+        )
+
+    async def _signing_in(self, name: str, spec: ServerSpec, relay: CallRelay, operation: Callable[[], Awaitable[T]]) -> T:
+        """Run `operation` on the worker loop; an `auth_required` from an HTTP server is given the
+        sign-in URL, which starts the sign-in in the background."""
+        try:
+            return await operation()
+        except BridgeError as exc:
+            if exc.code != "auth_required" or not isinstance(spec, HttpServerSpec):
+                raise
+            needed = await self._sign_in_needed(name, spec, relay, exc)
+            if needed.detail.get("opened_by_host") and self.tokens(name, spec).signed_in:
+                return await operation()  # the user signed in through the host: the call goes on
+            raise needed from None
+
+    async def _sign_in_needed(self, name: str, spec: HttpServerSpec, relay: CallRelay, error: BridgeError) -> BridgeError:
+        """`auth_required`, with the URL that signs the user in (the flow runs on in the background,
+        its callback on a loopback port of this machine). A host that can open URLs is asked to."""
+        try:
+            url = await self.sign_ins.start(name, spec, self.tokens(name, spec))
+        except BridgeError as exc:
+            return BridgeError("auth_required", f"{error.message} ({exc.message})", **error.detail)
+        opened = False
+        if relay.abilities.elicit_url:
+            answer = await relay.elicit(
+                types.ElicitRequestURLParams(
+                    mode="url", message=f"Sign in to {name} for the bridge", url=url, elicitation_id=uuid.uuid4().hex
+                )
+            )
+            opened = isinstance(answer, types.ElicitResult) and answer.action == "accept"
+            if opened:
+                await self.sign_ins.wait(name, self.settings.timeout)
+        return BridgeError(
+            "auth_required",
+            f"The server {name!r} needs the user to sign in with OAuth. Ask the user to open {url} in a browser on "
+            f"the machine running the bridge (or to run `mcp-bridge auth login {name}` there), then call again.",
+            url=url,
+            opened_by_host=opened,
+            **error.detail,
         )
 
     def _first_page(

@@ -181,3 +181,59 @@ def test_a_token_the_server_rejects_early_is_refreshed_on_the_401(
     reply = call(new_bridge(bridges), "echo", {"text": "hi"})
     assert reply.text == "hi", reply.text
     assert stored(cli_dirs)["tokens"]["access_token"] != rejected
+
+
+def play_browser(url: str) -> None:
+    """Open the sign-in URL as the user's browser would: the server approves, the browser lands on
+    the bridge's loopback callback."""
+    approved = httpx.get(url, follow_redirects=False, timeout=30)
+    assert approved.status_code == 302, approved.text
+    httpx.get(approved.headers["location"], timeout=30)
+
+
+def test_a_serving_bridge_gives_the_model_the_sign_in_url_and_signs_in_in_the_background(
+    cli: RunCli, cli_dirs: CliDirs, oauth_server: str, bridges: list[Bridge]
+) -> None:
+    cli("servers", "add", "remote", "--url", f"{oauth_server}/mcp")
+    bridge = new_bridge(bridges)
+    first = call(bridge)
+    assert first.data.code == "auth_required", first.text  # type: ignore[attr-defined]
+    url = first.data.detail["url"]  # type: ignore[attr-defined]
+    assert url.startswith(f"{oauth_server}/authorize?") and url in first.text
+    assert call(bridge).data.detail["url"] == url  # type: ignore[attr-defined]  # one sign-in under way, not two
+    play_browser(url)
+    for _ in range(100):  # the background flow stores the tokens once the browser is back
+        after = call(bridge, "echo", {"text": "signed"})
+        if not after.is_error:
+            break
+    assert after.text == "signed", after.text
+    assert stored(cli_dirs)["tokens"]["access_token"]
+
+
+async def test_a_host_that_opens_urls_is_asked_to_and_the_call_goes_on_once_signed_in(
+    cli: RunCli, cli_dirs: CliDirs, oauth_server: str, bridges: list[Bridge]
+) -> None:
+    import anyio.to_thread
+    import mcp_types as mt
+    from mcp import Client
+
+    from bridge import internals
+    from bridge.host.app import build_app
+
+    cli("servers", "add", "remote", "--url", f"{oauth_server}/mcp")
+    bridge = new_bridge(bridges)
+    asked: list[mt.ElicitRequestURLParams] = []
+
+    async def on_elicit(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        assert isinstance(params, mt.ElicitRequestURLParams)
+        asked.append(params)
+        await anyio.to_thread.run_sync(play_browser, params.url)
+        return mt.ElicitResult(action="accept")
+
+    async with Client(internals.lowlevel_server(build_app(bridge)), mode="legacy", elicitation_callback=on_elicit) as host:
+        result = await host.call_tool(
+            "mcp_call_tool", {"server": "remote", "tool_name": "echo", "arguments_json": '{"text": "via host"}'}
+        )
+    assert [params.message for params in asked] == ["Sign in to remote for the bridge"]
+    assert not result.is_error, result.content
+    assert result.content[0].text == "via host"  # type: ignore[union-attr]
