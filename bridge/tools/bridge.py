@@ -454,18 +454,21 @@ class Bridge(SyncFaces):
         except BridgeError as exc:
             if exc.code != "auth_required" or not isinstance(spec, HttpServerSpec):
                 raise
-            needed = await self._sign_in_needed(name, spec, relay, exc)
-            if needed.detail.get("opened_by_host") and self.tokens(name, spec).signed_in:
+            needed, opened_by_host = await self._sign_in_needed(name, spec, relay, exc)
+            if opened_by_host and self.tokens(name, spec).signed_in:
                 return await operation()  # the user signed in through the host: the call goes on
             raise needed from None
 
-    async def _sign_in_needed(self, name: str, spec: HttpServerSpec, relay: CallRelay, error: BridgeError) -> BridgeError:
+    async def _sign_in_needed(
+        self, name: str, spec: HttpServerSpec, relay: CallRelay, error: BridgeError
+    ) -> tuple[BridgeError, bool]:
         """`auth_required`, with the URL that signs the user in (the flow runs on in the background,
-        its callback on a loopback port of this machine). A host that can open URLs is asked to."""
+        its callback on a loopback port of this machine), and whether the host opened it: a host
+        that can open URLs is asked to."""
         try:
             url = await self.sign_ins.start(name, spec, self.tokens(name, spec))
         except BridgeError as exc:
-            return BridgeError("auth_required", f"{error.message} ({exc.message})", **error.detail)
+            return BridgeError("auth_required", f"{error.message} ({exc.message})", **error.detail), False
         opened = False
         if relay.abilities.elicit_url:
             answer = await relay.elicit(
@@ -476,14 +479,14 @@ class Bridge(SyncFaces):
             opened = isinstance(answer, types.ElicitResult) and answer.action == "accept"
             if opened:
                 await self.sign_ins.wait(name, self.settings.timeout)
-        return BridgeError(
+        needed = BridgeError(
             "auth_required",
             f"The server {name!r} needs the user to sign in with OAuth. Ask the user to open {url} in a browser on "
             f"the machine running the bridge (or to run `mcp-bridge auth login {name}` there), then call again.",
             url=url,
-            opened_by_host=opened,
             **error.detail,
         )
+        return needed, opened
 
     def _first_page(
         self, name: str, tool: str, caller: str, result: types.CallToolResult, notes: list[str]
