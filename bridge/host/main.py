@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from fastmcp.server.auth import AuthProvider
@@ -78,13 +79,14 @@ def main(
     if bridge.sandbox_problem is not None:
         logger.warning("stdio servers cannot start: %s", bridge.sandbox_problem)
     try:
-        if args.transport == "http":
-            return _serve_http(bridge, settings, args, auth)
-        # Served on the worker loop itself: a tool call then awaits its downstream session
-        # there, with no hop between threads (uvicorn keeps the main thread for its signals).
-        app = build_app(bridge)
+        serve = _http(bridge, settings, args, auth) if args.transport == "http" else _stdio(bridge)
+        if isinstance(serve, int):
+            return serve
+        # Served on the worker loop itself: a tool call then awaits its downstream session there,
+        # with no hop between threads. The main thread waits, and takes the signals.
+        signal.signal(signal.SIGTERM, _terminated)
         try:
-            bridge.runtime.run(lambda: stdio.serve_stdio(app))
+            bridge.runtime.run(serve)
         except KeyboardInterrupt:  # Ctrl-C: closing the bridge below stops serving and every child
             return 130
     finally:
@@ -92,8 +94,22 @@ def main(
     return 0
 
 
-def _serve_http(bridge: Bridge, settings: Settings, args: argparse.Namespace, launcher: AuthProvider | None) -> int:
-    """Bind, choose the authentication (the OAuth issuer may need the bound port), serve."""
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (a service manager, a host closing) ends serving as Ctrl-C does: the bridge closes,
+    its children stop and the audit lines are written, then exit 143."""
+    raise SystemExit(128 + signum)
+
+
+def _stdio(bridge: Bridge) -> Callable[[], Awaitable[None]]:
+    app = build_app(bridge)
+    return lambda: stdio.serve_stdio(app)
+
+
+def _http(
+    bridge: Bridge, settings: Settings, args: argparse.Namespace, launcher: AuthProvider | None
+) -> Callable[[], Awaitable[None]] | int:
+    """Bind, choose the authentication (the OAuth issuer may need the bound port): how to serve,
+    or the exit code of a refusal."""
     try:
         sock = bind(args.host, args.port)
     except PortUnusable as exc:
@@ -103,8 +119,8 @@ def _serve_http(bridge: Bridge, settings: Settings, args: argparse.Namespace, la
     except AuthRefused as exc:
         sock.close()
         return _fail(str(exc))
-    serve_http(build_app(bridge, face.provider), sock, settings, face)
-    return 0
+    app = build_app(bridge, face.provider)
+    return lambda: serve_http(app, sock, settings, face)
 
 
 def _env_file_read() -> str | None:
