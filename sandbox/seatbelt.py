@@ -15,17 +15,27 @@ A `proxy` network lets the child connect to one address only: the filtering prox
 for its list (`proxy.loopback_route`), as `(remote ip (param "PROXY"))` with PROXY set to
 `localhost:<port>` (Seatbelt accepts only `localhost` or `*` as the host there). No DNS is
 allowed: a client given HTTPS_PROXY sends the name in its CONNECT and the proxy resolves it.
-Unverified here (no Mac in CI): run `scripts/macos_sandbox_smoke.py` on a Mac.
+
+Limits: macOS has no prlimit, so `limits_prelude` puts `rlimit_exec.py` in front of sandbox-exec
+(file size and open files, per process as on Linux). Memory and processes are not bounded here:
+XNU checks RLIMIT_AS and RLIMIT_DATA against the whole address space, which for a macOS process
+starts far above a useful bound (the shared cache and reserved ranges), so the kernel refuses a
+2 GiB limit or the command cannot start; RLIMIT_NPROC counts every process of the user on the
+machine, not this child's, so a bound of 512 would stop a child of a busy desktop from forking
+at all. Unverified here (no Mac in CI): run `scripts/macos_sandbox_smoke.py` on a Mac.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from sandbox.limits import Limits
 from sandbox.policy import Policy
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+RLIMIT_EXEC = Path(__file__).with_name("rlimit_exec.py")
 
 BASE = """\
 (version 1)
@@ -130,11 +140,36 @@ def profile_and_params(
 
 
 def sandbox_exec_argv(
-    policy: Policy, argv: Sequence[str], *, tmpdir: Path, proxy_port: int | None = None
+    policy: Policy,
+    argv: Sequence[str],
+    *,
+    tmpdir: Path,
+    proxy_port: int | None = None,
+    limits: Limits | None = None,
+    python: str = "",
 ) -> list[str]:
-    """`sandbox-exec -p PROFILE -DKEY=value ... -- argv`: each parameter is one argv element."""
+    """`[limits prelude] sandbox-exec -p PROFILE -DKEY=value ... -- argv`, one parameter an element.
+
+    `python` runs the prelude (see `limits_prelude`); it is needed only when `limits` bound something.
+    """
     profile, params = profile_and_params(policy, tmpdir=tmpdir, proxy_port=proxy_port)
-    return [SANDBOX_EXEC, "-p", profile, *(f"-D{k}={v}" for k, v in params.items()), "--", *argv]
+    prelude = limits_prelude(limits, python) if limits is not None else []
+    return [*prelude, SANDBOX_EXEC, "-p", profile, *(f"-D{k}={v}" for k, v in params.items()), "--", *argv]
+
+
+def darwin_limits(limits: Limits) -> Limits:
+    """The part of `limits` macOS can bound per child: file size and open files (see the top)."""
+    return replace(limits, memory_bytes=None, processes=None)
+
+
+def limits_prelude(limits: Limits, python: str) -> list[str]:
+    """`python -I -S rlimit_exec.py FSIZE=.. NOFILE=.. --`, or [] when neither is bounded."""
+    applied = darwin_limits(limits)
+    pairs = (("FSIZE", applied.file_bytes), ("NOFILE", applied.open_files))
+    flags = [f"{name}={value}" for name, value in pairs if value is not None]
+    if flags and not python:
+        raise ValueError("the limits prelude needs an interpreter to run rlimit_exec.py")
+    return [python, "-I", "-S", str(RLIMIT_EXEC), *flags, "--"] if flags else []
 
 
 def _port(port: int | None) -> int:

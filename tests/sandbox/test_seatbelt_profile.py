@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sandbox.limits import Limits
 from sandbox.policy import Mask, Policy
-from sandbox.seatbelt import SANDBOX_EXEC, profile_and_params, sandbox_exec_argv
+from sandbox.seatbelt import RLIMIT_EXEC, SANDBOX_EXEC, profile_and_params, sandbox_exec_argv
 
 GOLDEN = Path(__file__).with_name("golden")
 TMP = Path("/private/tmp/mcp-child-abc")
@@ -211,3 +212,18 @@ def test_golden(name: str, subject: Policy) -> None:
         if os.environ.get("UPDATE_GOLDEN") == "1":
             path.write_text(text)
         assert path.read_text() == text, f"{path.name} changed; rerun with UPDATE_GOLDEN=1 and review"
+
+
+def test_golden_limits_prelude() -> None:
+    """The whole argv with the default limits: the prelude, then sandbox-exec (the helper's path and
+    the profile are placeholders here, the profile being the workspace_only one)."""
+    subject = Policy(workspace=Path("/Users/alice/code/proj"))
+    argv = sandbox_exec_argv(subject, ["/usr/local/bin/server"], tmpdir=TMP, limits=Limits(), python="/opt/py/bin/python3")
+    profile_at = argv.index(SANDBOX_EXEC) + 2
+    assert argv[profile_at] == (GOLDEN / "workspace_only_network_deny.sb").read_text()
+    shown = [*argv[:profile_at], "PROFILE", *argv[profile_at + 1 :]]
+    text = "\n".join(arg.replace(str(RLIMIT_EXEC), "RLIMIT_EXEC") for arg in shown) + "\n"
+    path = GOLDEN / "limits_prelude.argv"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert path.read_text() == text, f"{path.name} changed; rerun with UPDATE_GOLDEN=1 and review"
