@@ -17,12 +17,13 @@ for its list (`proxy.loopback_route`), as `(remote ip (param "PROXY"))` with PRO
 allowed: a client given HTTPS_PROXY sends the name in its CONNECT and the proxy resolves it.
 
 Limits: macOS has no prlimit, so `limits_prelude` puts `rlimit_exec.py` in front of sandbox-exec
-(file size and open files, per process as on Linux). Memory and processes are not bounded here:
-XNU checks RLIMIT_AS and RLIMIT_DATA against the whole address space, which for a macOS process
-starts far above a useful bound (the shared cache and reserved ranges), so the kernel refuses a
-2 GiB limit or the command cannot start; RLIMIT_NPROC counts every process of the user on the
-machine, not this child's, so a bound of 512 would stop a child of a busy desktop from forking
-at all. Unverified here (no Mac in CI): run `scripts/macos_sandbox_smoke.py` on a Mac.
+(file size and open files, per process as on Linux). Memory and processes are not bounded here,
+by reading XNU's source (not by a run): it checks RLIMIT_AS and RLIMIT_DATA against the whole
+address space, which for a macOS process starts far above a useful bound (the shared cache and
+reserved ranges), so a 2 GiB limit is refused or leaves the command unable to start; and
+RLIMIT_NPROC counts every process of the user on the machine, not this child's, so a bound of 512
+would stop a child on a busy desktop from forking at all. Unverified here (no Mac in CI): run
+`scripts/macos_sandbox_smoke.py` on a Mac (its INFO lines report what the kernel does).
 """
 
 from __future__ import annotations

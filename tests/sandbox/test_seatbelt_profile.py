@@ -227,3 +227,11 @@ def test_golden_limits_prelude() -> None:
     if os.environ.get("UPDATE_GOLDEN") == "1":
         path.write_text(text)
     assert path.read_text() == text, f"{path.name} changed; rerun with UPDATE_GOLDEN=1 and review"
+
+
+def test_the_limits_prelude_needs_an_interpreter_only_when_it_bounds_something() -> None:
+    subject = Policy(workspace=Path("/Users/alice/code/proj"))
+    with pytest.raises(ValueError, match="interpreter"):
+        sandbox_exec_argv(subject, ["/bin/true"], tmpdir=TMP, limits=Limits())
+    unbounded = Limits(memory_bytes=None, processes=None, file_bytes=None, open_files=None)
+    assert sandbox_exec_argv(subject, ["/bin/true"], tmpdir=TMP, limits=unbounded)[0] == SANDBOX_EXEC
