@@ -14,15 +14,12 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastmcp.server.auth import AuthProvider
 from pydantic import ValidationError
 
 from bridge.host import stdio
 from bridge.host.app import build_app
-from bridge.host.auth import AuthRefused, choose_auth
-from bridge.host.http import PortUnusable, bind, serve_http
 from bridge.internals import fastmcp_env_file
 from bridge.settings import (
     ConfigFileError,
@@ -33,6 +30,9 @@ from bridge.settings import (
     misspelt,
 )
 from bridge.tools import Bridge
+
+if TYPE_CHECKING:
+    from fastmcp.server.auth import AuthProvider
 
 logger = logging.getLogger("mcp_bridge")
 
@@ -109,7 +109,11 @@ def _http(
     bridge: Bridge, settings: Settings, args: argparse.Namespace, launcher: AuthProvider | None
 ) -> Callable[[], Awaitable[None]] | int:
     """Bind, choose the authentication (the OAuth issuer may need the bound port): how to serve,
-    or the exit code of a refusal."""
+    or the exit code of a refusal. Imported here: a stdio bridge starts without the HTTP face, its
+    OAuth server and what they import (httpx, its CLI's rich, ...)."""
+    from bridge.host.auth import AuthRefused, choose_auth
+    from bridge.host.http import PortUnusable, bind, serve_http
+
     try:
         sock = bind(args.host, args.port)
     except PortUnusable as exc:
