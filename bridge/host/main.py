@@ -9,6 +9,7 @@ In stdio mode stdout is the protocol: logs go to stderr.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -85,6 +86,7 @@ def main(
         # Served on the worker loop itself: a tool call then awaits its downstream session there,
         # with no hop between threads. The main thread waits, and takes the signals.
         signal.signal(signal.SIGTERM, _terminated)
+        gc.freeze()  # what start-up made lives as long as the bridge: collections need not look at it again
         try:
             bridge.runtime.run(serve)
         except KeyboardInterrupt:  # Ctrl-C: closing the bridge below stops serving and every child
