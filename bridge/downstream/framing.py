@@ -1,11 +1,15 @@
 """Newline-delimited JSON-RPC, the stdio wire of both faces: the host's stdin/stdout and each child's.
 
 `LineFramer` splits a byte stream into lines without rescanning what it already searched, and
-holds at most `max_bytes` of an unfinished line; `encode` writes one message as one line.
+holds at most `max_bytes` of an unfinished line; `encode` writes one message as one line;
+`PipeWriter` writes lines to a pipe on the event loop.
 """
 
 from __future__ import annotations
 
+import os
+
+import anyio
 from mcp.shared.message import SessionMessage
 
 # One message from a downstream server, on any transport: a stdout line, a JSON body, an SSE event.
@@ -45,3 +49,36 @@ class LineFramer:
 def encode(message: SessionMessage) -> bytes:
     """One message as one wire line."""
     return (message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8")
+
+
+class PipeWriter:
+    """Whole lines to a non-blocking pipe, written on the loop; one writer at a time, so a partly
+    written line is never interleaved with another.
+
+    Written here rather than through anyio's process stream, which takes one more trip round the
+    event loop after every write (about 0.15 ms of a warm call's CPU).
+    """
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd: int | None = fd
+        self._lock = anyio.Lock(fast_acquire=True)
+
+    async def send(self, data: bytes) -> None:
+        """Raises `anyio.ClosedResourceError` once closed, `BrokenPipeError` when the reader is gone."""
+        view = memoryview(data)
+        async with self._lock:
+            while view:
+                if self._fd is None:
+                    raise anyio.ClosedResourceError
+                try:
+                    view = view[os.write(self._fd, view) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(self._fd)
+
+    def close(self) -> None:
+        """Close the pipe (the reader sees end of input); a send waiting to write is woken and fails."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            anyio.notify_closing(fd)
+            os.close(fd)

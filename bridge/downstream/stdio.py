@@ -31,7 +31,7 @@ import mcp_types as types
 from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
-from bridge.downstream.framing import MAX_MESSAGE_BYTES, LineFramer, LineTooLong, encode
+from bridge.downstream.framing import MAX_MESSAGE_BYTES, LineFramer, LineTooLong, PipeWriter, encode
 from bridge.errors import BridgeError
 from bridge.internals import TransportStreams
 from bridge.models import StdioServerSpec
@@ -80,6 +80,7 @@ class Child:
     """One spawned stdio child: its process (group leader), stderr tail, and what it said on stdout."""
 
     process: Process
+    stdin: PipeWriter  # its stdin, written by the bridge itself
     command: str
     _tail: bytearray = field(default_factory=bytearray)
     stopped: bool = False  # the bridge signalled it while it still ran
@@ -131,8 +132,7 @@ class Child:
     async def stop(self, *, graceful: bool) -> None:
         """Close stdin and give the child a grace period, or not; then kill the whole group."""
         if graceful:
-            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self.process.stdin.aclose()  # type: ignore[union-attr]
+            self.stdin.close()
             if not await self.wait_exit(CLOSE_GRACE_S):
                 self.signal_group(signal.SIGTERM)
                 await self.wait_exit(TERM_GRACE_S)
@@ -140,6 +140,7 @@ class Child:
         self.signal_group(signal.SIGKILL)
         if not await self.wait_exit(CLOSE_GRACE_S):
             logger.warning("child %d survived SIGKILL", self.process.pid)
+        self.stdin.close()
         with anyio.move_on_after(CLOSE_GRACE_S):
             await self.process.aclose()  # release the pipes and the loop's subprocess transport
 
@@ -203,16 +204,23 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
             if support.proxy is None:
                 raise BridgeError("spawn_failed", "This server's network goes through the bridge's proxy, which is not running.")
             await support.proxy.listen(launch.proxy)
-        process = await anyio.open_process(
-            [launch.command, *launch.args], env=launch.env, cwd=launch.cwd, start_new_session=True
-        )
+        child_stdin, stdin_fd = os.pipe()  # the bridge writes this end itself (`PipeWriter`)
+        try:
+            process = await anyio.open_process(
+                [launch.command, *launch.args], stdin=child_stdin, env=launch.env, cwd=launch.cwd, start_new_session=True
+            )
+        except BaseException:
+            os.close(stdin_fd)
+            raise
+        finally:
+            os.close(child_stdin)
     except OSError as exc:
         _finish(connection, launch)
         raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
     except BaseException:
         _finish(connection, launch)
         raise
-    child = Child(process=process, command=spec.command)
+    child = Child(process=process, stdin=PipeWriter(stdin_fd), command=spec.command)
     connection.children.append(child)
     sent: set[types.RequestId] = set()  # ids of requests awaiting the child's answer
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -259,13 +267,12 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
                 connection.not_mcp = True  # stdout ended (the child exited) having said only text
 
     async def pump_stdin() -> None:
-        assert process.stdin is not None
         async with write_recv:
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 async for message in write_recv:
                     if isinstance(message.message, types.JSONRPCRequest):
                         sent.add(message.message.id)
-                    await process.stdin.send(encode(message))
+                    await child.stdin.send(encode(message))
 
     async def pump_stderr() -> None:
         assert process.stderr is not None

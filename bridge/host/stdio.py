@@ -55,7 +55,7 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from bridge import internals
-from bridge.downstream.framing import LineFramer, encode
+from bridge.downstream.framing import LineFramer, PipeWriter, encode
 
 Inbound = SessionMessage | Exception
 Send = Callable[[SessionMessage], Awaitable[None]]
@@ -78,7 +78,12 @@ async def _stdio() -> AsyncIterator[tuple[AsyncIterable[Inbound], Send]]:
     """The wire's messages in, and how to send one out: on this loop for pipes, else the SDK's way."""
     if os.name == "posix" and _is_pipe_or_socket(0) and _is_pipe_or_socket(1):
         with _claimed(0) as wire_in, _claimed(1) as wire_out:
-            yield _messages(wire_in), _Writer(wire_out).send
+            writer = PipeWriter(wire_out)  # put back blocking by `_claimed`, never closed here
+
+            async def send(message: SessionMessage) -> None:
+                await writer.send(encode(message))
+
+            yield _messages(wire_in), send
     else:
         async with stdio_server() as (read_stream, write_stream), read_stream, write_stream:
             yield read_stream, write_stream.send
@@ -140,24 +145,6 @@ def _parse(line: bytes) -> Inbound:
     except ValidationError as exc:  # handed to the serving loop, as the SDK's stdio does
         return exc
     return SessionMessage(message)
-
-
-class _Writer:
-    """Whole messages, one line each, to a non-blocking descriptor; one writer at a time, so a
-    partly written line is never interleaved with another."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._lock = anyio.Lock(fast_acquire=True)
-
-    async def send(self, message: SessionMessage) -> None:
-        data = memoryview(encode(message))
-        async with self._lock:
-            while data:
-                try:
-                    data = data[os.write(self._fd, data) :]
-                except BlockingIOError:
-                    await anyio.wait_writable(self._fd)
 
 
 def _request(item: Inbound) -> JSONRPCRequest | None:

@@ -7,14 +7,25 @@ import signal
 
 import anyio
 
+from bridge.downstream.framing import PipeWriter
 from bridge.downstream.stdio import Child
+
+
+async def sleeper() -> Child:
+    """`sleep 30` in a session of its own, its stdin a pipe the test holds, as the bridge spawns."""
+    read, write = os.pipe()
+    try:
+        process = await anyio.open_process(["sleep", "30"], stdin=read, start_new_session=True)
+    finally:
+        os.close(read)
+    return Child(process=process, stdin=PipeWriter(write), command="sleep")
 
 
 async def test_a_child_killed_from_outside_before_the_bridge_signals_it_keeps_its_exit_code() -> None:
     """As the OOM killer does it: the child is dead, the loop has not yet seen it, and the bridge's
     clean-up SIGKILL follows. Judged before signalling, the death is the child's own (-9)."""
-    process = await anyio.open_process(["sleep", "30"], start_new_session=True)
-    child = Child(process=process, command="sleep")
+    child = await sleeper()
+    process = child.process
     os.kill(process.pid, signal.SIGKILL)
     try:  # block until it is dead, without yielding to the loop (whose watcher would record it)
         os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
@@ -27,8 +38,7 @@ async def test_a_child_killed_from_outside_before_the_bridge_signals_it_keeps_it
 
 
 async def test_a_child_the_bridge_stops_has_no_exit_code_of_its_own() -> None:
-    process = await anyio.open_process(["sleep", "30"], start_new_session=True)
-    child = Child(process=process, command="sleep")
+    child = await sleeper()
     child.signal_group(signal.SIGKILL)
     assert await child.wait_exit(30)
     assert child.exit_code is None
