@@ -24,7 +24,7 @@ from sandbox.launch import (
     plan_launch,
     prepare_launch,
     probe,
-    sweep_placeholders,
+    sweep_leftovers,
 )
 from sandbox.limits import Limits
 from sandbox.proxy import FilteringProxy, ProxyRoute
@@ -33,5 +33,5 @@ __all__ = [
     "CommandNotFound", "FilteringProxy", "InvalidWorkspace", "Launch", "Limits", "NotRunnable",
     "Plan", "ProxyRoute", "SandboxConfig", "SandboxUnavailable", "check_runnable", "explain_exit",
     "explain_network", "explain_path", "finish_launch", "home_path", "new_repositories",
-    "plan_launch", "prepare_launch", "probe", "remove_home", "resolve_command", "sweep_placeholders",
+    "plan_launch", "prepare_launch", "probe", "remove_home", "resolve_command", "sweep_leftovers",
 ]  # fmt: skip

@@ -1,11 +1,11 @@
 """Launch a stdio child: `prepare_launch` wraps its argv in the sandbox backend that works here.
 
-The one impure module of the package: it reads the bridge's environment, probes the backend,
+The impure module of the package (with `placeholders`): it reads the bridge's environment, probes the backend,
 creates the state dir (a mask can only hide what exists), the server's private home, the seccomp
 program file and on Linux the placeholders (recorded in this bridge's ledger, see `placeholders`),
 counts the placeholder mount points children hold, and on macOS creates the child's private temp
-dir. `finish_launch` undoes what a launch left on disk once the child ended; `sweep_placeholders`
-(at bridge start) removes what a bridge that died left.
+dir. `finish_launch` undoes what a launch left on disk once the child ended; `sweep_leftovers`
+(at bridge start) removes what a bridge that died left: placeholders and pids cgroups.
 
 On Linux the spawn is `/bin/sh -c 'exec "$@" 3<"$0"' PROGRAM bwrap ...`: the shell only opens the
 seccomp program as fd 3 for `bwrap --seccomp 3` (the script is constant; every path is a
@@ -51,7 +51,7 @@ from sandbox.seccomp import filter_program
 __all__ = [
     "CommandNotFound", "InvalidWorkspace", "Launch", "NotRunnable", "Plan", "SandboxConfig",
     "SandboxUnavailable", "check_runnable", "finish_launch", "new_repositories", "plan_launch",
-    "prepare_launch", "probe", "sweep_placeholders",
+    "prepare_launch", "probe", "sweep_leftovers",
 ]  # fmt: skip
 
 log = logging.getLogger("mcp_bridge.sandbox")
@@ -469,10 +469,39 @@ def probe(config: SandboxConfig) -> SandboxUnavailable | None:
     return None
 
 
-def sweep_placeholders(config: SandboxConfig) -> tuple[Path, ...]:
-    """At bridge start: remove the placeholders bridges that died (SIGKILL) left in writable roots,
-    only those they made, still empty, and mounted by no live bridge's child; the removed."""
-    return sweep(config.homes_dir or default_homes_dir(dict(os.environ), _home()))
+def sweep_leftovers(config: SandboxConfig) -> tuple[Path, ...]:
+    """At bridge start, what bridges that died (SIGKILL) left; the removed paths.
+
+    The placeholders in writable roots, only those they made, still empty and mounted by no live
+    bridge's child; and a root bridge's per-child pids cgroups, only once empty.
+    """
+    removed = sweep(config.homes_dir or default_homes_dir(dict(os.environ), _home()))
+    return removed + _sweep_cgroups() if os.geteuid() == 0 else removed
+
+
+def _sweep_cgroups() -> tuple[Path, ...]:
+    """Empty `mcp-bridge-<pid>-<n>` cgroups whose bridge pid is gone (rmdir refuses a populated one)."""
+    removed = []
+    for base in PIDS_CGROUP_ROOTS:
+        for path in base.glob("mcp-bridge-*-*"):
+            pid = path.name.split("-")[2]
+            if not pid.isdigit() or _pid_alive(int(pid)):
+                continue
+            try:
+                path.rmdir()
+            except OSError as exc:
+                log.info("cgroup %s of a bridge that died left in place: %s", path, exc.strerror)
+                continue
+            removed.append(path)
+    return tuple(removed)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True  # alive (PermissionError: someone else's)
 
 
 def _home() -> Path:

@@ -1,4 +1,5 @@
-"""Placeholders a bridge killed with SIGKILL left behind go at the next bridge's start, and only those.
+"""Placeholders (and a root bridge's pids cgroups) a bridge killed with SIGKILL left behind go at the
+next bridge's start, and only those.
 
 Real `mcp-bridge` processes, each running the forking fixture (it never answers, so the child is
 still running when its bridge is killed). The sweep must remove only what a dead bridge made, never
@@ -24,6 +25,7 @@ from sandbox_box import visible_python
 from test_escapes_through_bridge import BRIDGE_BIN, FORKING, assert_marker_processes_die, python_pids, wait_for
 
 from bridge_proc import StdioPeer  # tests/ is on sys.path once test_escapes_through_bridge is imported
+from sandbox.launch import PIDS_CGROUP_ROOTS, _pids_cgroup_base
 
 bwrap = pytest.mark.bwrap
 
@@ -90,12 +92,17 @@ def assert_present(ws: Path, names: tuple[str, ...]) -> None:
         assert empty, name
 
 
+def cgroups_of(pid: int) -> list[Path]:
+    return [path for base in PIDS_CGROUP_ROOTS for path in base.glob(f"mcp-bridge-{pid}-*")]
+
+
 @bwrap
 def test_placeholders_of_a_killed_bridge_go_at_the_next_start_and_the_users_own_empty_dir_stays(dirs: Dirs) -> None:
-    with running_bridge(dirs, "forking"):
+    with running_bridge(dirs, "forking") as killed:
         assert_present(dirs.ws, MADE)
         assert len(dirs.ledgers()) == 1
     assert_present(dirs.ws, MADE)  # killed: nothing removed them
+    assert bool(cgroups_of(killed.pid)) == (os.geteuid() == 0 and _pids_cgroup_base() is not None)
     (dirs.ws / "own").write_bytes(b"")
     (dirs.ws / "own").replace(dirs.ws / ".env")  # the user's own empty .env where a placeholder was
     with running_bridge(dirs):
@@ -103,6 +110,7 @@ def test_placeholders_of_a_killed_bridge_go_at_the_next_start_and_the_users_own_
         assert (dirs.ws / ".vscode").is_dir()  # the twins: as empty as placeholders, but the user's
         assert (dirs.ws / ".env").read_bytes() == b""
         assert dirs.ledgers() == []
+        assert cgroups_of(killed.pid) == []
 
 
 @bwrap
