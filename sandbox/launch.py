@@ -1,11 +1,11 @@
 """Launch a stdio child: `prepare_launch` wraps its argv in the sandbox backend that works here.
 
-The impure module of the package (with `placeholders`): it reads the bridge's environment, probes the backend,
-creates the state dir (a mask can only hide what exists), the server's private home, the seccomp
-program file and on Linux the placeholders (recorded in this bridge's ledger, see `placeholders`),
-counts the placeholder mount points children hold, and on macOS creates the child's private temp
-dir. `finish_launch` undoes what a launch left on disk once the child ended; `sweep_leftovers`
-(at bridge start) removes what a bridge that died left: placeholders and pids cgroups.
+The impure module of the package (with `placeholders`): it reads the bridge's environment, probes
+the backend, creates the state dir (a mask can only hide what exists), the server's private home,
+the seccomp program file and on Linux the placeholders (recorded in this bridge's ledger), counts
+the placeholder mount points children hold, and on macOS creates the child's private temp dir.
+`finish_launch` undoes what a launch left on disk once the child ended; `sweep_leftovers` (at
+bridge start) removes what a bridge that died left: placeholders and pids cgroups.
 
 On Linux the spawn is `/bin/sh -c 'exec "$@" 3<"$0"' PROGRAM bwrap ...`: the shell only opens the
 seccomp program as fd 3 for `bwrap --seccomp 3` (the script is constant; every path is a

@@ -120,7 +120,8 @@ def sweep(homes_dir: Path) -> tuple[Path, ...]:
     with _lock(directory):
         ledgers = {path: _read(path) for path in directory.glob("*.json")}
         dead = {path: entry for path, entry in ledgers.items() if entry is not None and not _alive(path.stem)}
-        live = set().union(*(entry[1] for path, entry in ledgers.items() if entry is not None and path not in dead))
+        alive = [entry for path, entry in ledgers.items() if entry is not None and path not in dead]
+        live = set().union(*(mounted for _, mounted in alive))
         for path, (made, _) in dead.items():
             left = {p: m for p, m in made.items() if p in live}
             removed += [p for p, m in made.items() if p not in live and _remove(p, m)]

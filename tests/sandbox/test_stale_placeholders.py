@@ -62,7 +62,9 @@ def dirs() -> Iterator[Dirs]:
 @contextmanager
 def running_bridge(dirs: Dirs, server: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
     """A bridge process (started, so it has swept); with `server`, one child of it is running."""
-    proc = subprocess.Popen([BRIDGE_BIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dirs.env())
+    proc = subprocess.Popen(
+        [BRIDGE_BIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dirs.env()
+    )
     marker = f"mcp-stale-{uuid.uuid4().hex}"
     try:
         peer = StdioPeer(proc)
