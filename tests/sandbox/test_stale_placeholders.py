@@ -130,3 +130,16 @@ def test_a_sweep_leaves_what_a_live_bridges_child_mounts_until_that_bridge_is_go
     with running_bridge(dirs):
         assert [name for name in MADE if (dirs.ws / name).exists()] == []
         assert (dirs.ws / ".vscode").is_dir()
+
+
+@bwrap
+def test_a_bridge_ending_cleanly_keeps_its_placeholders_while_another_bridges_child_mounts_them(dirs: Dirs) -> None:
+    with running_bridge(dirs, "first") as first:
+        with running_bridge(dirs, "second"):  # its child mounts the first's placeholders as present paths
+            assert first.stdin is not None
+            first.stdin.close()  # the first bridge shuts down: its child ends, finish_launch runs
+            assert first.wait(60) == 0
+            assert_present(dirs.ws, MADE)  # removing them would detach the second child's mounts
+    with running_bridge(dirs):  # both gone: the first's ledger kept them for this sweep
+        assert [name for name in MADE if (dirs.ws / name).exists()] == []
+        assert (dirs.ws / ".vscode").is_dir()
