@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -35,6 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parents[1]
 ECHO = str(ROOT / "tests/servers/echo.py")
 MANY = str(ROOT / "tests/servers/many_tools.py")
+RELAY = str(ROOT / "tests/servers/relay.py")
 BARE = str(ROOT / "bench/bare_server.py")
 BRIDGE = str(Path(sys.executable).with_name("mcp-bridge"))
 ROUNDS = 10
@@ -97,6 +99,31 @@ def bridge_pid() -> int:
 
 def tool_call(bridge: Client, server: str, tool: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
     return lambda: bridge.call_tool("mcp_call_tool", {"server": server, "tool_name": tool, "arguments_json": json.dumps(arguments)})
+
+
+RELAY_CALL = {"server": "relay", "tool_name": "progress", "arguments_json": json.dumps({"steps": 1})}
+
+
+async def until_progress(client: Client, tool: str, arguments: dict[str, Any]) -> float:
+    """Seconds from sending a call to its first progress notification reaching `client` (the call
+    is then awaited to its end, outside the measure)."""
+    arrived: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        arrived.append(time.perf_counter())
+
+    start = time.perf_counter()
+    await client.call_tool(tool, arguments, progress_callback=on_progress)
+    return arrived[0] - start
+
+
+async def progress_relayed(direct: Client, bridge: Client, rounds: int) -> tuple[float, float]:
+    """Median seconds to the first progress notification, bridged and direct, alternating."""
+    bridged, straight = [], []
+    for _ in range(rounds):
+        straight.append(await until_progress(direct, "progress", {"steps": 1}))
+        bridged.append(await until_progress(bridge, "mcp_call_tool", RELAY_CALL))
+    return statistics.median(bridged), statistics.median(straight)
 
 
 async def add(bridge: Client, name: str, command: str, *args: str) -> None:
@@ -198,6 +225,11 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
                 bridge_cold.append(time.perf_counter() - start)
             rows.append(ratio_row("cold call (spawn, sandboxed on the bridge's side)", statistics.median(bridge_cold), statistics.median(direct_cold), None))
 
+            await add(bridge, "relay", sys.executable, RELAY)
+            async with Client(StdioServerParameters(command=sys.executable, args=[RELAY])) as direct:
+                b, d = await progress_relayed(direct, bridge, calls // 5)
+            rows.append(ratio_row("a progress notification relayed: call to its arrival at the host", b, d, None))
+
             for i in range(10):
                 await add(bridge, f"fan{i}", sys.executable, ECHO)
                 await tool_call(bridge, f"fan{i}", "echo", {"text": "warm"})()
@@ -244,6 +276,19 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
                 await add(bridge, "echo", sys.executable, ECHO)
                 b, d = await interleaved(lambda: direct.call_tool("echo", {"text": "x"}), tool_call(bridge, "echo", "echo", {"text": "x"}), calls)
         rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
+
+        unsandboxed = []
+        async with Client(StdioServerParameters(command=BRIDGE, env={**env, "MCP_SANDBOX": "none", "MCP_STATE_DIR": str(base / "state-none")})) as plain:
+            for i in range(cold_runs):
+                await add(plain, f"cold{i}", sys.executable, ECHO)
+                start = time.perf_counter()
+                await tool_call(plain, f"cold{i}", "echo", {"text": "cold"})()
+                unsandboxed.append(time.perf_counter() - start)
+        rows.append(Row(
+            "a spawn in the sandbox: cold call, sandboxed vs MCP_SANDBOX=none", ms(statistics.median(bridge_cold)),
+            ms(statistics.median(unsandboxed)), f"{statistics.median(bridge_cold) / statistics.median(unsandboxed):.2f}x",
+            f"+{(statistics.median(bridge_cold) - statistics.median(unsandboxed)) * 1000:.1f} ms a spawn; bench_sandbox.py splits it",
+        ))  # fmt: skip
 
         bridge_start = await startup(StdioServerParameters(command=BRIDGE, env=env), cold_runs)
         bare_start = await startup(StdioServerParameters(command=sys.executable, args=[BARE]), cold_runs)

@@ -1,14 +1,17 @@
 """Traces: each tool call is a span, its downstream request a child span, when OpenTelemetry is set up.
 
 The bridge only uses the OpenTelemetry API (which FastMCP depends on and uses for its own server
-spans): with no tracer provider configured, every span is a no-op. Attributes name the server, the
-tools, whether the session was reused or started, and the outcome code; never an argument, header,
-env or token value.
+spans). With no tracer provider configured, `span` makes no span at all: the API's no-op spans
+still cost a warm call about 50 µs. Attributes name the server, the tools, whether the session was
+reused or started, and the outcome code; never an argument, header, env or token value.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
+
 from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind
 
 from bridge import __version__
 
@@ -20,3 +23,10 @@ DOWNSTREAM_TOOL = "mcp_bridge.downstream_tool"
 OUTCOME = "mcp_bridge.outcome"
 SESSION = "mcp_bridge.session"  # "reused" or "started"
 CALLER = "mcp_bridge.caller"
+
+
+def span(name: str, kind: SpanKind) -> AbstractContextManager[Span]:
+    """A new current span, or, with no tracer provider set up, the invalid span (which records nothing)."""
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return nullcontext(trace.INVALID_SPAN)
+    return tracer.start_as_current_span(name, kind=kind)

@@ -43,9 +43,9 @@ from sandbox.placeholders import Ledger, guarded_paths, ledger_for, sweep
 from sandbox.policy import Policy, build_policy, hidden_by
 from sandbox.probe import Backend, select_backend
 from sandbox.programs import program_chain
-from sandbox.proxy import ProxyRoute, route_for
+from sandbox.proxy import ProxyRoute, loopback_route, route_for
 from sandbox.repos import new_git_dirs
-from sandbox.seatbelt import sandbox_exec_argv
+from sandbox.seatbelt import darwin_limits, sandbox_exec_argv
 from sandbox.seccomp import filter_program
 
 __all__ = [
@@ -211,12 +211,18 @@ def prepare_launch(
             cleanup_paths=(cgroup,) if cgroup else (),  # a bridge that only rmtree()s still frees it
         )  # fmt: skip
 
+    # The child reaches the proxy on a loopback port of its list's own, bound now (see loopback_route).
+    route = loopback_route(_proxy_dir_path(config), policy.allowed_hosts) if policy.network == "proxy" else None
     tmpdir = Path(os.path.realpath(tempfile.mkdtemp(prefix="mcp-child-", dir=CHILD_TMP_PARENT_DARWIN)))
-    argv = sandbox_exec_argv(policy, [plan.executable, *args], tmpdir=tmpdir)
-    env = make_env(tmpdir=str(tmpdir))
+    limits = darwin_limits(config.limits)  # what macOS can bound per child (seatbelt.py says why)
+    argv = sandbox_exec_argv(
+        policy, [plan.executable, *args], tmpdir=tmpdir, proxy_port=route.port if route else None,
+        limits=limits, python=os.path.realpath(sys.executable),  # not /usr/bin/python3: a CLT stub on macOS
+    )  # fmt: skip
+    env = make_env(tmpdir=str(tmpdir), fixed=home_environment(private_home) | _proxy_environment(policy, route))
     return Launch(
         argv[0], argv[1:], env, str(cwd), backend=backend.name, cleanup_paths=(tmpdir,),
-        policy=policy, placeholders=held, started=started,
+        policy=policy, proxy=route, placeholders=held, limits=limits, started=started,
     )  # fmt: skip
 
 
@@ -352,10 +358,12 @@ def _network_mode(setting: NetworkSetting, home: Path) -> tuple[Literal["deny", 
     return setting, ()
 
 
-def _proxy_environment(policy: Policy) -> dict[str, str]:
+def _proxy_environment(policy: Policy, route: ProxyRoute | None = None) -> dict[str, str]:
+    """HTTP(S)_PROXY for a proxied child: the in-namespace forwarder's port on Linux, the route's
+    own loopback port on macOS (`route.port`)."""
     if policy.network != "proxy":
         return {}
-    url = f"http://127.0.0.1:{PROXY_PORT}"
+    url = f"http://127.0.0.1:{route.port if route and route.port else PROXY_PORT}"
     return {name: url for name in PROXY_ENV_NAMES} | {"NO_PROXY": "", "no_proxy": ""}
 
 

@@ -1,8 +1,11 @@
 """The filtering proxy: the only way out for a child whose network is a host list.
 
-An HTTP CONNECT proxy on Unix sockets, one per allowlist (`ProxyRoute`), that the launch binds
-into the sandbox (`forwarder.py` relays the child's loopback connections to it). A CONNECT is
-judged by host NAME before anything is resolved or dialled:
+An HTTP CONNECT proxy with one route per allowlist (`ProxyRoute`). On Linux a route is a Unix
+socket that the launch binds into the sandbox (`forwarder.py` relays the child's loopback
+connections to it). On macOS it is a 127.0.0.1 TCP port of its own (`loopback_route`), the one
+address the child's Seatbelt profile lets it connect to: a child of one server can never use
+another server's wider list, because it cannot reach that list's port. A CONNECT is judged by
+host NAME before anything is resolved or dialled:
 
 - the name must be on the route's list (exact, or `*.domain` for its subdomains), and the port
   443 or 80; IP literals are refused outright;
@@ -23,15 +26,16 @@ import logging
 import os
 import socket
 import stat
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteStream, SocketStream, TaskGroup, TaskStatus
+from anyio.abc import ByteStream, SocketListener, SocketStream, TaskGroup, TaskStatus
 
 log = logging.getLogger("mcp_bridge.sandbox.proxy")
 
@@ -53,10 +57,12 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 @dataclass(frozen=True)
 class ProxyRoute:
-    """One allowlist and the Unix socket it is served on."""
+    """One allowlist and where it is served: the Unix socket `socket`, or, with `port`, 127.0.0.1:port
+    instead. `socket` names the route either way (denials are kept by it)."""
 
     socket: Path
     hosts: tuple[str, ...]
+    port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,31 @@ def route_for(proxy_dir: Path, hosts: tuple[str, ...]) -> ProxyRoute:
     """The route of an allowlist: one socket per distinct list, with a short, stable name."""
     digest = hashlib.sha256("\n".join(sorted(hosts)).encode()).hexdigest()[:16]
     return ProxyRoute(proxy_dir / f"p-{digest}.sock", tuple(sorted(hosts)))
+
+
+def loopback_route(proxy_dir: Path, hosts: tuple[str, ...]) -> ProxyRoute:
+    """The route of an allowlist on a 127.0.0.1 port of its own, bound once per process and list.
+
+    Bound at launch time, not by `FilteringProxy.listen`, because the port is written into the
+    child's profile and environment before the proxy serves it; binding here means no other
+    process can take the port in between. The socket lives as long as the process (one per distinct
+    list, like the Unix sockets), and each `FilteringProxy` serves a duplicate of it.
+    """
+    route = route_for(proxy_dir, hosts)
+    with _loopback_lock:
+        listener = _loopback.get(route.socket)
+        if listener is None:
+            listener = socket.create_server(("127.0.0.1", 0))
+            _loopback[route.socket] = listener
+    return replace(route, port=listener.getsockname()[1])
+
+
+def _loopback_socket(route: ProxyRoute) -> socket.socket:
+    with _loopback_lock:
+        listener = _loopback.get(route.socket)
+    if listener is None or listener.getsockname()[1] != route.port:
+        raise RuntimeError(f"port {route.port} was not bound by loopback_route in this process")
+    return listener
 
 
 def host_allowed(host: str, hosts: tuple[str, ...]) -> bool:
@@ -132,7 +163,7 @@ class FilteringProxy:
         self._denials: dict[Path, deque[Denial]] = {}
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Run until cancelled; sockets are removed on the way out."""
+        """Run until cancelled; Unix sockets are removed on the way out (loopback ports stay bound)."""
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -140,24 +171,35 @@ class FilteringProxy:
                 await anyio.sleep_forever()
         finally:
             self._tg = None
-            for path in self._routes:
-                path.unlink(missing_ok=True)
+            for path, route in self._routes.items():
+                if route.port is None:
+                    path.unlink(missing_ok=True)
             self._routes.clear()
 
     async def listen(self, route: ProxyRoute) -> None:
-        """Serve `route` (idempotent); the socket exists when this returns."""
+        """Serve `route` (idempotent); its socket or port accepts connections when this returns."""
         if self._tg is None:
             raise RuntimeError("FilteringProxy.listen before serve() started")
         if route.socket in self._routes:
             return
-        route.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if os.path.lexists(route.socket) and stat.S_ISSOCK(os.lstat(route.socket).st_mode):
-            route.socket.unlink()  # left by a bridge that died
-        listener = await anyio.create_unix_listener(route.socket)
-        os.chmod(route.socket, 0o600)
+        listener: SocketListener
+        if route.port is not None:
+            listener = await SocketListener.from_socket(_loopback_socket(route).dup())
+        else:
+            route.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if os.path.lexists(route.socket) and stat.S_ISSOCK(os.lstat(route.socket).st_mode):
+                route.socket.unlink()  # left by a bridge that died
+            listener = await anyio.create_unix_listener(route.socket)
+            os.chmod(route.socket, 0o600)
         self._routes[route.socket] = route
         self._denials[route.socket] = deque(maxlen=DENIALS_KEPT)
-        self._tg.start_soon(partial(listener.serve, partial(self._handle, route), task_group=self._tg))
+        self._tg.start_soon(self._accept, listener, route)
+
+    async def _accept(self, listener: SocketListener, route: ProxyRoute) -> None:
+        """Serve one route until the proxy stops, then close this proxy's listener."""
+        assert self._tg is not None
+        async with listener:
+            await listener.serve(partial(self._handle, route), task_group=self._tg)
 
     def denials(self, socket_path: Path, since: float = 0.0) -> list[Denial]:
         """Refusals on one route since a monotonic time (e.g. the child's spawn)."""
@@ -249,3 +291,7 @@ async def _pipe(source: ByteStream, sink: ByteStream, tg: TaskGroup) -> None:
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass  # one side went away; the cancel below ends the other direction
     tg.cancel_scope.cancel()
+
+
+_loopback: dict[Path, socket.socket] = {}  # route name -> its bound 127.0.0.1 listener (loopback_route)
+_loopback_lock = threading.Lock()

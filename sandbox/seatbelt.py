@@ -10,19 +10,33 @@ allow comes first, then the hidden trees (the real home, the other servers' home
 trees and writable roots shown again, the write allows, the guarded-path denies (git dirs anywhere
 under a writable root and the config names at its top, whether they exist or not: regexes need no
 placeholder), the pins and the secret denies.
-A `proxy` network is rendered as no network here for now: the filtering proxy listens on Unix
-sockets, and Seatbelt children need a loopback TCP port to use it (see the integration notes).
-Unverified here (no Mac in CI): run `scripts/macos_sandbox_smoke.py` on a Mac.
+
+A `proxy` network lets the child connect to one address only: the filtering proxy's loopback port
+for its list (`proxy.loopback_route`), as `(remote ip (param "PROXY"))` with PROXY set to
+`localhost:<port>` (Seatbelt accepts only `localhost` or `*` as the host there). No DNS is
+allowed: a client given HTTPS_PROXY sends the name in its CONNECT and the proxy resolves it.
+
+Limits: macOS has no prlimit, so `limits_prelude` puts `rlimit_exec.py` in front of sandbox-exec
+(file size and open files, per process as on Linux). Memory and processes are not bounded here,
+by reading XNU's source (not by a run): it checks RLIMIT_AS and RLIMIT_DATA against the whole
+address space, which for a macOS process starts far above a useful bound (the shared cache and
+reserved ranges), so a 2 GiB limit is refused or leaves the command unable to start; and
+RLIMIT_NPROC counts every process of the user on the machine, not this child's, so a bound of 512
+would stop a child on a busy desktop from forking at all. Unverified here (no Mac in CI): run
+`scripts/macos_sandbox_smoke.py` on a Mac (its INFO lines report what the kernel does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from sandbox.limits import Limits
 from sandbox.policy import Policy
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+RLIMIT_EXEC = Path(__file__).with_name("rlimit_exec.py")
 
 BASE = """\
 (version 1)
@@ -67,13 +81,27 @@ NETWORK = """
 """
 
 
+PROXY_NETWORK = """
+; network: the bridge's filtering proxy on its loopback port and nothing else (no DNS: the proxy
+; resolves the names it allows; no other port, no Unix socket)
+(allow network-outbound (remote ip (param "PROXY")))
+"""
+
+
 def _group(keys: list[str], matcher: str) -> str:
     return "".join(f'\n  ({matcher} (param "{key}"))' for key in keys)
 
 
-def profile_and_params(policy: Policy, *, tmpdir: Path) -> tuple[str, dict[str, str]]:
-    """The profile text (shape only) and the parameters that carry every path."""
+def profile_and_params(
+    policy: Policy, *, tmpdir: Path, proxy_port: int | None = None
+) -> tuple[str, dict[str, str]]:
+    """The profile text (shape only) and the parameters that carry every path and the proxy's port.
+
+    `proxy_port` is required for a `proxy` network (raises ValueError without a valid one).
+    """
     params = {"WORKSPACE": str(policy.workspace), "TMPDIR": str(tmpdir)}
+    if policy.network == "proxy":
+        params["PROXY"] = f"localhost:{_port(proxy_port)}"
     if policy.home is not None:
         params["HOME"] = str(policy.home)
     params |= {f"WRITE_{i}": str(p) for i, p in enumerate(policy.write_roots)}
@@ -107,10 +135,46 @@ def profile_and_params(policy: Policy, *, tmpdir: Path) -> tuple[str, dict[str, 
         text += f"(deny file-read* file-write*{_group(keys['DENY_'], 'subpath')})\n"
     if policy.network == "allow":
         text += NETWORK
+    elif policy.network == "proxy":
+        text += PROXY_NETWORK
     return text, params
 
 
-def sandbox_exec_argv(policy: Policy, argv: Sequence[str], *, tmpdir: Path) -> list[str]:
-    """`sandbox-exec -p PROFILE -DKEY=value ... -- argv`: each parameter is one argv element."""
-    profile, params = profile_and_params(policy, tmpdir=tmpdir)
-    return [SANDBOX_EXEC, "-p", profile, *(f"-D{k}={v}" for k, v in params.items()), "--", *argv]
+def sandbox_exec_argv(
+    policy: Policy,
+    argv: Sequence[str],
+    *,
+    tmpdir: Path,
+    proxy_port: int | None = None,
+    limits: Limits | None = None,
+    python: str = "",
+) -> list[str]:
+    """`[limits prelude] sandbox-exec -p PROFILE -DKEY=value ... -- argv`, one parameter an element.
+
+    `python` runs the prelude (see `limits_prelude`); it is needed only when `limits` bound something.
+    """
+    profile, params = profile_and_params(policy, tmpdir=tmpdir, proxy_port=proxy_port)
+    prelude = limits_prelude(limits, python) if limits is not None else []
+    return [*prelude, SANDBOX_EXEC, "-p", profile, *(f"-D{k}={v}" for k, v in params.items()), "--", *argv]
+
+
+def darwin_limits(limits: Limits) -> Limits:
+    """The part of `limits` macOS can bound per child: file size and open files (see the top)."""
+    return replace(limits, memory_bytes=None, processes=None)
+
+
+def limits_prelude(limits: Limits, python: str) -> list[str]:
+    """`python -I -S rlimit_exec.py FSIZE=.. NOFILE=.. --`, or [] when neither is bounded."""
+    applied = darwin_limits(limits)
+    pairs = (("FSIZE", applied.file_bytes), ("NOFILE", applied.open_files))
+    flags = [f"{name}={value}" for name, value in pairs if value is not None]
+    if flags and not python:
+        raise ValueError("the limits prelude needs an interpreter to run rlimit_exec.py")
+    return [python, "-I", "-S", str(RLIMIT_EXEC), *flags, "--"] if flags else []
+
+
+def _port(port: int | None) -> int:
+    """A TCP port number, or ValueError: it reaches the profile as `localhost:<port>`."""
+    if type(port) is not int or not 0 < port < 65536:
+        raise ValueError(f"a proxy network needs the proxy's loopback port, not {port!r}")
+    return port

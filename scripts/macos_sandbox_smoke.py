@@ -2,9 +2,13 @@
 
     cd mcp-bridge && .venv/bin/python scripts/macos_sandbox_smoke.py
 
-Prints one PASS/FAIL line per check and exits 1 if any check failed. CI has no Mac, so run this
-before a release and whenever sandbox/seatbelt.py changes. Everything happens in a throwaway tree
-under /private/var/tmp with a fake HOME; nothing outside it is written.
+Prints one PASS/FAIL line per check and exits 1 if any check failed; INFO lines report what this
+Mac's kernel does with the limits the sandbox does not set (memory, processes). CI has no Mac, so
+run this before a release and whenever sandbox/seatbelt.py, proxy.py or rlimit_exec.py change.
+Everything happens in a throwaway tree under /private/var/tmp with a fake HOME; nothing outside
+it is written. The proxy checks need the network: one CONNECT to registry.npmjs.org:443 goes
+out through the bridge's filtering proxy (the only host contacted), and every child runs under the
+default limits, so a prelude that broke starts would fail every line.
 """
 
 from __future__ import annotations
@@ -24,10 +28,23 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sandbox import SandboxConfig, SandboxUnavailable, finish_launch, prepare_launch  # noqa: E402
+from anyio.from_thread import BlockingPortal, start_blocking_portal  # noqa: E402
+
+from sandbox import FilteringProxy, Limits, SandboxConfig, SandboxUnavailable, finish_launch, prepare_launch  # noqa: E402
 
 CHILD_PROBE = REPO / "tests" / "sandbox" / "child_probe.py"
 CANARY = f"canary-{uuid.uuid4().hex}"
+REGISTRY = ("registry.npmjs.org",)
+DID_NOT_RUN = "child did not run"
+RESULT = "import json, sys\ndef done(ok, detail): print(json.dumps({'ok': ok, 'detail': detail}))\n"
+WRITE = RESULT + (
+    "try:\n    with open(sys.argv[1], 'wb') as f:\n        f.write(b'x' * int(sys.argv[2]))\n"
+    "except OSError as exc:\n    done(False, str(exc))\nelse:\n    done(True, 'written')"
+)
+OPEN = RESULT + (
+    "kept = []\ntry:\n    for _ in range(int(sys.argv[1])):\n        kept.append(open('/dev/null'))\n"
+    "except OSError as exc:\n    done(False, f'{len(kept)} opened, then {exc}')\nelse:\n    done(True, f'{len(kept)} opened')"
+)
 
 
 class Tree:
@@ -49,28 +66,55 @@ class Tree:
         (self.ws / "work" / "tool_mcp" / "servers.json").write_text("{}")
         (self.state / "tool_mcp").mkdir(parents=True)
         (self.state / "tool_mcp" / "servers.json").write_text("{}")
+        self.proxy: tuple[FilteringProxy, BlockingPortal] | None = None  # set by main()
+        self.last: dict[str, Any] = {}  # the last child's result, for the host-side conditions
 
     def probe(
-        self, action: str, *args: str, network: str = "deny", state_dir: Path | None = None
+        self,
+        action: str,
+        *args: str,
+        network: str = "deny",
+        state_dir: Path | None = None,
+        server_network: tuple[str, ...] | None = None,
+        limits: Limits | None = None,
     ) -> dict[str, Any]:
+        """Run one child_probe.py action sandboxed; {"ok", "detail"}."""
+        return self.run_python(["-I", str(CHILD_PROBE), action, *args], network=network, state_dir=state_dir,
+                               server_network=server_network, limits=limits)  # fmt: skip
+
+    def run_python(
+        self,
+        args: list[str],
+        *,
+        network: str = "deny",
+        state_dir: Path | None = None,
+        server_network: tuple[str, ...] | None = None,
+        limits: Limits | None = None,
+    ) -> dict[str, Any]:
+        """Run this interpreter sandboxed with `args`; its last stdout line is the JSON result."""
         config = SandboxConfig(
             backend="seatbelt",
             workspace=self.ws,
             state_dir=state_dir or self.state,
             network=network,  # type: ignore[arg-type]
             homes_dir=self.root / "homes",
+            limits=limits or Limits(),
         )
         launch = prepare_launch(
             sys.executable,
-            ["-I", str(CHILD_PROBE), action, *args],
+            args,
             cwd=self.ws,
             server_env={"SERVER_SETTING": "visible"},
-            network=None,
+            network=server_network,
             write_paths=(),
             config=config,
             server_name="smoke",
         )
         try:
+            if launch.proxy is not None:
+                assert self.proxy is not None, "a proxied check needs the proxy running"
+                proxy, portal = self.proxy
+                portal.call(proxy.listen, launch.proxy)
             proc = subprocess.run(
                 [launch.command, *launch.args],
                 env=launch.env,
@@ -83,12 +127,14 @@ class Tree:
         finally:
             finish_launch(launch)
         if proc.returncode != 0 or not proc.stdout:
-            return {
-                "ok": False,
-                "detail": f"child did not run (exit {proc.returncode}): {proc.stderr.strip()}",
-            }
-        result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
-        return result
+            self.last = {"ok": False, "detail": f"{DID_NOT_RUN} (exit {proc.returncode}): {proc.stderr.strip()}"}
+        else:
+            self.last = json.loads(proc.stdout.splitlines()[-1])
+        return self.last
+
+    def last_said(self, text: str) -> bool:
+        """The last child ran and its detail holds `text` (a denial for the expected reason)."""
+        return text in str(self.last.get("detail"))
 
 
 def checks(tree: Tree, port: int) -> list[tuple[str, bool, Callable[[], dict[str, Any]], Callable[[], bool]]]:
@@ -206,6 +252,66 @@ def checks(tree: Tree, port: int) -> list[tuple[str, bool, Callable[[], dict[str
             lambda: tree.probe("connect", "127.0.0.1", str(port), network="allow"),
             lambda: True,
         ),
+        (
+            "proxy network: CONNECT registry.npmjs.org:443 through the bridge's proxy",
+            True,
+            lambda: tree.probe("proxy_connect", "registry.npmjs.org", "443", server_network=REGISTRY),
+            lambda: True,
+        ),
+        (
+            "proxy network: CONNECT example.com refused by the proxy (not on the list)",
+            False,
+            lambda: tree.probe("proxy_connect", "example.com", "443", server_network=REGISTRY),
+            lambda: tree.last_said("not on this server's network list"),
+        ),
+        (
+            "proxy network: another loopback port (e.g. the bridge's HTTP face) denied",
+            False,
+            lambda: tree.probe("connect", "127.0.0.1", str(port), server_network=REGISTRY),
+            lambda: tree.last_said("Error"),
+        ),
+        (
+            "proxy network: a direct connection by name denied (no DNS, no direct TCP)",
+            False,
+            lambda: tree.probe("connect", "registry.npmjs.org", "443", server_network=REGISTRY),
+            lambda: tree.last_said("Error"),
+        ),
+        (
+            "file size: a 2 MiB write under a 1 MiB limit fails",
+            False,
+            lambda: tree.run_python(["-I", "-c", WRITE, str(ws / "big.bin"), str(2 << 20)], limits=Limits(file_bytes=1 << 20)),
+            lambda: (ws / "big.bin").stat().st_size <= 1 << 20,
+        ),
+        (
+            "file size: a 512 KiB write under a 1 MiB limit lands",
+            True,
+            lambda: tree.run_python(["-I", "-c", WRITE, str(ws / "small.bin"), str(512 << 10)], limits=Limits(file_bytes=1 << 20)),
+            lambda: (ws / "small.bin").stat().st_size == 512 << 10,
+        ),
+        (
+            "open files: 100 files under a limit of 64 fail",
+            False,
+            lambda: tree.run_python(["-I", "-c", OPEN, "100"], limits=Limits(open_files=64)),
+            lambda: tree.last_said("Too many open files"),
+        ),
+        (
+            "open files: 100 files under the default limit open",
+            True,
+            lambda: tree.run_python(["-I", "-c", OPEN, "100"]),
+            lambda: True,
+        ),
+    ]
+
+
+def kernel_limits_info() -> list[str]:
+    """What this kernel does with the limits the sandbox leaves unset on macOS (see seatbelt.py)."""
+    probe = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); print('accepted')"
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True, timeout=30, check=False)
+    memory = proc.stdout.strip() or (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    ps = subprocess.run(["/bin/ps", "-U", str(os.getuid()), "-o", "pid="], capture_output=True, text=True, timeout=30, check=False)
+    return [
+        f"RLIMIT_AS of 2 GiB set in a fresh python: {memory}",
+        f"this user runs {len(ps.stdout.split())} processes, all counted by RLIMIT_NPROC (per user on macOS)",
     ]
 
 
@@ -220,9 +326,26 @@ def main() -> int:
     os.environ["HOME"] = str(tree.home)
     os.environ["BRIDGE_CANARY_TOKEN"] = CANARY
     listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        with start_blocking_portal() as portal:
+            proxy = FilteringProxy()
+            proxy_task, _ = portal.start_task(proxy.serve)
+            tree.proxy = (proxy, portal)
+            try:
+                return run_checks(tree, listener.getsockname()[1])
+            finally:
+                proxy_task.cancel()
+    finally:
+        listener.close()
+        shutil.rmtree(tree.root, ignore_errors=True)
+
+
+def run_checks(tree: Tree, port: int) -> int:
     failures = 0
     try:
-        for name, expected, action, host_ok in checks(tree, listener.getsockname()[1]):
+        for line in kernel_limits_info():
+            print(f"INFO  {line}")
+        for name, expected, action, host_ok in checks(tree, port):
             result = action()
             passed = result["ok"] is expected and host_ok()
             failures += not passed
@@ -234,9 +357,6 @@ def main() -> int:
     except SandboxUnavailable as exc:
         print(f"FAIL  seatbelt unavailable: {exc}")
         return 1
-    finally:
-        listener.close()
-        shutil.rmtree(tree.root, ignore_errors=True)
     print(f"{failures} failed" if failures else "all passed")
     return 1 if failures else 0
 

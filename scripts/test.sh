@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-ensure_debian_packages python3:python3 bwrap:bubblewrap node:nodejs npm:npm
+ensure_debian_packages python3:python3 bwrap:bubblewrap node:nodejs npm:npm curl:curl
 ensure_venv "[test]"
 (cd tests/node && npm ci --no-audit --no-fund --loglevel=error >&2)
 # The sandbox tests must fail, not skip, where bubblewrap does not work.

@@ -31,6 +31,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import warnings
@@ -103,7 +104,9 @@ class _Live:
         answers roots (a shared session advertised no asks, and no call on it asked for logs)."""
         if len(self.calls) == 1:
             return self.calls[0]
-        return CallRelay(channel=None, roots=roots_for(self.spec, self.connection.settings.workspace))
+        return CallRelay(
+            channel=None, roots=functools.partial(roots_for, self.spec, self.connection.settings.workspace)
+        )
 
     def free_for(self, spec: ServerSpec, abilities: Abilities) -> bool:
         if self.stopping or self.spec != spec or self.abilities != abilities:
@@ -349,7 +352,7 @@ class Sessions:
         """Run `op` on a live session for the call's abilities: opening one within `start_timeout`,
         the operation within `timeout` (stopped while a person answers an ask); a transport failure
         retires the session. Traced as a `request` span (the caller's tool call span is its parent)."""
-        with telemetry.tracer.start_as_current_span(request, kind=SpanKind.CLIENT) as span:
+        with telemetry.span(request, SpanKind.CLIENT) as span:
             span.set_attribute(telemetry.SERVER, name)
             return await self._use_traced(name, spec, op, call, span)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,7 +190,7 @@ class CallRelay:
     """One call's relay between its downstream session and the host's channel (see the module)."""
 
     channel: HostChannel | None
-    roots: list[types.Root]
+    roots: Callable[[], list[types.Root]]  # made when the server asks: most calls never do
     limits: RelayLimits = field(default_factory=RelayLimits)
     clock: Clock | None = None
     notes: list[str] = field(default_factory=list)
@@ -274,7 +274,7 @@ class CallRelay:
         return answer
 
     async def list_roots(self) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=self.roots)
+        return types.ListRootsResult(roots=self.roots())
 
     async def _ask(self, request: Ask) -> Answer:
         assert self.channel is not None

@@ -7,12 +7,11 @@ per client, `stdio` and `http` serve); the tools themselves are the plain async 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 import mcp_types as mt
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ValidationError as ArgumentError
-from fastmcp.server.auth import AuthProvider
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
 from fastmcp.tools.base import InputRequiredToolResult
@@ -20,8 +19,8 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from bridge import __version__
-from bridge.errors import BridgeError, ErrorResult, describe_validation
-from bridge.host import shapes
+from bridge.errors import ErrorResult
+from bridge.host import calls, shapes
 from bridge.host.channel import FastMCPChannel
 from bridge.models import (
     AddResult,
@@ -31,7 +30,10 @@ from bridge.models import (
     ToolCatalog,
     ToolSchema,
 )
-from bridge.tools import Bridge, Reply, output
+from bridge.tools import Bridge, Reply
+
+if TYPE_CHECKING:
+    from fastmcp.server.auth import AuthProvider
 
 INSTRUCTIONS = (
     "This server reaches other MCP servers through four tools. Always call mcp_list_tools first: "
@@ -39,14 +41,6 @@ INSTRUCTIONS = (
     "with a tool_name it shows that tool's full input schema. Never guess server names, tool names or "
     "arguments: call mcp_call_tool only with a tool name and arguments_json taken from that listing. "
     "Errors carry a code; retry only those marked retryable."
-)
-
-
-CALL_DESCRIPTION = (
-    "Call one tool on a registered MCP server. List the server's tools first; never guess names or arguments. "
-    "A result cut to the budget ends with a marker naming result_handle and offset: pass both, with the same "
-    'server and tool_name, to read the next part. tool_name "resources/read" with arguments_json {"uri": ...} '
-    "reads a resource the server listed or linked in a result."
 )
 
 
@@ -68,11 +62,8 @@ def _result(reply: Reply) -> ToolResult:
 
 
 class ArgumentErrors(Middleware):
-    """FastMCP's own argument checks (a wrong JSON type, a missing or unknown field) as `invalid_argument`.
-
-    FastMCP answers those with pydantic's text, which quotes each value (`input_value`: a header
-    secret, for one) and carries no structured content: this names the field and what is wrong only.
-    """
+    """FastMCP's own argument checks (a wrong JSON type, a missing or unknown field) as `invalid_argument`
+    (FastMCP answers with pydantic's text, which quotes each value, and no structured content)."""
 
     async def on_call_tool(
         self,
@@ -84,16 +75,18 @@ class ArgumentErrors(Middleware):
         except ArgumentError as exc:
             if not isinstance(exc.__cause__, ValidationError):
                 raise
-            problems = describe_validation(exc.__cause__)
-            data = BridgeError("invalid_argument", f"Invalid arguments for {context.message.name}: {problems}.").to_result()
-            return ToolResult(content=output.error(data), structured_content=data.model_dump(mode="json"), is_error=True)
+            return _result(calls.invalid_arguments(context.message.name, exc.__cause__))
 
 
 ServerName = Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")]
 
 
 def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
-    """The bridge's FastMCP app; `auth` guards HTTP mode (stdio trusts the process that spawned it)."""
+    """The bridge's FastMCP app; `auth` guards HTTP mode (stdio trusts the process that spawned it).
+
+    Each tool's description is given, not taken from a docstring: FastMCP parses docstrings with
+    griffe, which costs the start ~35 ms to import.
+    """
     app = FastMCP(
         "mcp-bridge",
         version=__version__,
@@ -105,6 +98,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
     @app.tool(
         name="mcp_list_tools",
         title="List MCP servers and tools",
+        description="List the registered MCP servers, one server's tools (compact catalog), or one tool's full schema.",
         annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True),
         output_schema=output_schema(ServerList, ToolCatalog, ToolSchema),
     )
@@ -113,50 +107,16 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
         server: Annotated[str | None, Field(description="Omit to list the registered servers.")] = None,
         tool_name: Annotated[str | None, Field(description="Give with server for one tool's full schema.")] = None,
     ) -> ToolResult:
-        """List the registered MCP servers, one server's tools (compact catalog), or one tool's full schema."""
         return _result(await bridge.list_tools_async(server, tool_name, channel=FastMCPChannel(ctx)))
 
-    @app.tool(
-        name="mcp_call_tool",
-        title="Call a tool on an MCP server",
-        description=CALL_DESCRIPTION,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True),
-        output_schema=output_schema(CallResult),
-    )
-    async def mcp_call_tool(
-        server: ServerName,
-        tool_name: Annotated[
-            str,
-            Field(description='A tool name exactly as mcp_list_tools shows it, or "resources/read" to read a resource.'),
-        ],
-        ctx: Context,
-        arguments_json: Annotated[
-            str | dict[str, Any],
-            Field(description='The tool\'s arguments: a JSON object, or its text, e.g. {"path": "README.md"}.'),
-        ] = "{}",
-        result_handle: Annotated[
-            str | None, Field(description="To read on in a cut result: the handle its marker names (with offset).")
-        ] = None,
-        offset: Annotated[int | None, Field(description="With result_handle: where the next part starts.")] = None,
-    ) -> ToolResult:
-        channel = FastMCPChannel(ctx)
-        reply = await bridge.call_tool_async(
-            server,
-            tool_name,
-            arguments_json,
-            channel=channel,
-            result_handle=result_handle,
-            offset=offset,
-            input_responses=ctx.input_responses,
-            request_state=ctx.request_state,
-        )
-        return _result(reply)
+    app.add_tool(calls.listed(output_schema(CallResult)))
 
     if bridge.settings.allow_dynamic:
 
         @app.tool(
             name="mcp_add_server",
             title="Register an MCP server",
+            description="Register (or replace) a server: a url for HTTP, or a command for a local stdio server, not both.",
             annotations=ToolAnnotations(
                 readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
             ),
@@ -172,19 +132,19 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             args_json: Annotated[str | None, Field(description='Its arguments as a JSON array of strings.')] = None,
             cwd: Annotated[str | None, Field(description="Its working directory, inside the workspace.")] = None,
         ) -> ToolResult:
-            """Register (or replace) a server: a url for HTTP, or a command for a local stdio server, not both."""
             return _result(await bridge.add_server_async(name, url, headers_json, command, args_json, cwd))
 
         @app.tool(
             name="mcp_remove_server",
             title="Remove a registered MCP server",
+            description="Remove a server added in conversation; servers the developer provisioned cannot be removed.",
             annotations=ToolAnnotations(
                 readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
             ),
             output_schema=output_schema(RemoveResult),
         )
         async def mcp_remove_server(name: ServerName) -> ToolResult:
-            """Remove a server added in conversation; servers the developer provisioned cannot be removed."""
             return _result(await bridge.remove_server_async(name))
 
+    calls.answer_directly(app, bridge)
     return app

@@ -9,19 +9,18 @@ In stdio mode stdout is the protocol: logs go to stderr.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
+import signal
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from fastmcp.server.auth import AuthProvider
 from pydantic import ValidationError
 
 from bridge.host import stdio
 from bridge.host.app import build_app
-from bridge.host.auth import AuthRefused, choose_auth
-from bridge.host.http import PortUnusable, bind, serve_http
 from bridge.internals import fastmcp_env_file
 from bridge.settings import (
     ConfigFileError,
@@ -32,6 +31,9 @@ from bridge.settings import (
     misspelt,
 )
 from bridge.tools import Bridge
+
+if TYPE_CHECKING:
+    from fastmcp.server.auth import AuthProvider
 
 logger = logging.getLogger("mcp_bridge")
 
@@ -78,13 +80,15 @@ def main(
     if bridge.sandbox_problem is not None:
         logger.warning("stdio servers cannot start: %s", bridge.sandbox_problem)
     try:
-        if args.transport == "http":
-            return _serve_http(bridge, settings, args, auth)
-        # Served on the worker loop itself: a tool call then awaits its downstream session
-        # there, with no hop between threads (uvicorn keeps the main thread for its signals).
-        app = build_app(bridge)
+        serve = _http(bridge, settings, args, auth) if args.transport == "http" else _stdio(bridge)
+        if isinstance(serve, int):
+            return serve
+        # Served on the worker loop itself: a tool call then awaits its downstream session there,
+        # with no hop between threads. The main thread waits, and takes the signals.
+        signal.signal(signal.SIGTERM, _terminated)
+        gc.freeze()  # what start-up made lives as long as the bridge: collections need not look at it again
         try:
-            bridge.runtime.run(lambda: stdio.serve_stdio(app))
+            bridge.runtime.run(serve)
         except KeyboardInterrupt:  # Ctrl-C: closing the bridge below stops serving and every child
             return 130
     finally:
@@ -92,8 +96,26 @@ def main(
     return 0
 
 
-def _serve_http(bridge: Bridge, settings: Settings, args: argparse.Namespace, launcher: AuthProvider | None) -> int:
-    """Bind, choose the authentication (the OAuth issuer may need the bound port), serve."""
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (a service manager, a host closing) ends serving as Ctrl-C does: the bridge closes,
+    its children stop and the audit lines are written, then exit 143."""
+    raise SystemExit(128 + signum)
+
+
+def _stdio(bridge: Bridge) -> Callable[[], Awaitable[None]]:
+    app = build_app(bridge)
+    return lambda: stdio.serve_stdio(app)
+
+
+def _http(
+    bridge: Bridge, settings: Settings, args: argparse.Namespace, launcher: AuthProvider | None
+) -> Callable[[], Awaitable[None]] | int:
+    """Bind, choose the authentication (the OAuth issuer may need the bound port): how to serve,
+    or the exit code of a refusal. Imported here: a stdio bridge starts without the HTTP face, its
+    OAuth server and what they import (httpx, its CLI's rich, ...)."""
+    from bridge.host.auth import AuthRefused, choose_auth
+    from bridge.host.http import PortUnusable, bind, serve_http
+
     try:
         sock = bind(args.host, args.port)
     except PortUnusable as exc:
@@ -103,8 +125,8 @@ def _serve_http(bridge: Bridge, settings: Settings, args: argparse.Namespace, la
     except AuthRefused as exc:
         sock.close()
         return _fail(str(exc))
-    serve_http(build_app(bridge, face.provider), sock, settings, face)
-    return 0
+    app = build_app(bridge, face.provider)
+    return lambda: serve_http(app, sock, settings, face)
 
 
 def _env_file_read() -> str | None:

@@ -7,6 +7,9 @@ done and how it ended, never with what: argument values, header values and env v
 
 Appends happen on a writer thread of their own: the lock may be held by another process for up to
 `LOCK_TIMEOUT_S`, and the loop that serves the host must never wait for it. `record` only queues.
+The writer gathers what arrives within `LINGER_S` of a first entry and appends it under one lock
+in one write: waking a thread, locking and opening the file per call cost a warm call ~0.35 ms of
+CPU. `flush` (a sync caller waiting for its line) and `close` cut the wait short.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ logger = logging.getLogger("mcp_bridge.audit")
 
 FILE_NAME = "audit.jsonl"
 LOCK_TIMEOUT_S = 5.0
+LINGER_S = 0.02
 
 
 class AuditEntry(BaseModel):
@@ -58,6 +62,7 @@ class AuditLog:
         self._queue: queue.Queue[AuditEntry | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._start = threading.Lock()
+        self._hurry = threading.Event()  # set while someone waits for the queue to be written
 
     def record(self, entry: AuditEntry) -> None:
         """Queue one entry for the writer thread; never blocks, never raises into a tool call."""
@@ -72,7 +77,9 @@ class AuditLog:
     def flush(self) -> None:
         """Wait until every queued entry is written (or given up on)."""
         if self._writer is not None:
+            self._hurry.set()
             self._queue.join()
+            self._hurry.clear()  # a concurrent flush may now wait up to LINGER_S longer, no more
 
     def close(self) -> None:
         """Write what is queued and stop the writer thread."""
@@ -80,34 +87,52 @@ class AuditLog:
             writer, self._writer = self._writer, None
         if writer is not None:
             atexit.unregister(self.close)
+            self._hurry.set()
             self._queue.put(None)
             writer.join()
 
     def _drain(self) -> None:
-        while True:
-            entry = self._queue.get()
+        done = False
+        while not done:
+            batch = [self._queue.get()]
+            self._hurry.wait(LINGER_S)
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())  # the only consumer: never raises Empty
+            entries = [entry for entry in batch if entry is not None]
+            done = len(entries) < len(batch)
             try:
-                if entry is None:
-                    return
-                self._append(entry)
+                if entries:
+                    self._append(entries)
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
 
-    def _append(self, entry: AuditEntry) -> None:
-        """Append one line; a full disk or a stuck lock is logged, never raised."""
-        line = (entry.model_dump_json() + "\n").encode()
+    def _append(self, entries: list[AuditEntry]) -> None:
+        """Append one line per entry; a full disk or a stuck lock is logged, never raised."""
+        lines = [(entry.model_dump_json() + "\n").encode() for entry in entries]
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             with portalocker.Lock(self.directory / "audit.lock", timeout=LOCK_TIMEOUT_S):
-                if self._size() + len(line) > self.max_bytes:
-                    self._rotate()
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                try:
-                    os.write(fd, line)
-                finally:
-                    os.close(fd)
+                size = self._size()
+                start = 0
+                for end, line in enumerate(lines):
+                    if size + len(line) > self.max_bytes:
+                        self._write(lines[start:end])
+                        self._rotate()
+                        size, start = 0, end
+                    size += len(line)
+                self._write(lines[start:])
         except (OSError, portalocker.exceptions.LockException) as exc:
-            logger.warning("audit entry not written (%s): %s", type(exc).__name__, exc)
+            logger.warning("%d audit entries not written (%s): %s", len(lines), type(exc).__name__, exc)
+
+    def _write(self, lines: list[bytes]) -> None:
+        if not lines:
+            return
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b"".join(lines))
+        finally:
+            os.close(fd)
 
     def _size(self) -> int:
         try:

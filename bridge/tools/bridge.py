@@ -10,6 +10,7 @@ downstream: those come back as `ErrorResult`s with a code.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -274,7 +275,7 @@ class Bridge(SyncFaces):
         """Run one tool call: a `BridgeError` becomes its `ErrorResult`; either way it is audited and,
         when tracing is set up, a span."""
         started = time.monotonic()
-        with telemetry.tracer.start_as_current_span(tool, kind=SpanKind.INTERNAL) as span:
+        with telemetry.span(tool, SpanKind.INTERNAL) as span:
             span.set_attribute(telemetry.TOOL, tool)
             span.set_attribute(telemetry.CALLER, self.caller)
             for key, value in ((telemetry.SERVER, server), (telemetry.DOWNSTREAM_TOOL, downstream_tool)):
@@ -345,6 +346,9 @@ class Bridge(SyncFaces):
         secrets.resolve(spec.headers, spec.url, self.settings.secret_env_allow, os.environ, operator=registered_by == "operator")
         return spec.model_copy(update={"registered_by": registered_by})
 
+    def _roots(self, spec: ServerSpec) -> Callable[[], list[types.Root]]:
+        return functools.partial(roots_for, spec, self.settings.workspace)
+
     def _policy(self, name: str) -> ToolPolicy | None:
         """The developer's tool policy for `name`: it binds the name, so a dynamic shadow cannot shed it."""
         provisioned = self.registry.config_servers.get(name)
@@ -370,7 +374,7 @@ class Bridge(SyncFaces):
                 return Reply(text=text, data=data)
             name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
-            call = CallRelay(channel=channel, roots=roots_for(spec, self.settings.workspace), limits=self.limits)
+            call = CallRelay(channel=channel, roots=self._roots(spec), limits=self.limits)
             tools, unrunnable = await self.runtime.run_async(
                 lambda: self._signing_in(name, spec, call, lambda: self.sessions.catalog(name, spec, call))
             )
@@ -418,7 +422,7 @@ class Bridge(SyncFaces):
                 return await self._read_resource(name, spec, arguments, caller)
 
             async def run(up: HostChannel | None) -> tuple[types.CallToolResult, list[str]]:
-                relay = CallRelay(channel=up, roots=roots_for(spec, self.settings.workspace), limits=self.limits)
+                relay = CallRelay(channel=up, roots=self._roots(spec), limits=self.limits)
                 _, result = await self._signing_in(
                     name,
                     spec,

@@ -323,6 +323,40 @@ async def test_http_mode_serves_the_four_tools_at_exactly_mcp(dirs: dict[str, st
     assert call_text(echoed) == "over http"
 
 
+async def test_sigterm_stops_an_http_bridge_its_children_with_it_and_keeps_its_audit_lines(
+    dirs: dict[str, str],
+) -> None:
+    """HTTP is served on the worker loop (no thread hop a call), so uvicorn no longer takes SIGTERM:
+    the bridge does, and closes as on Ctrl-C."""
+    marker = f"marker-{uuid.uuid4().hex}"
+    proc = subprocess.Popen(
+        [BRIDGE, "--transport", "http", "--port", "0"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=bridge_env(dirs), text=True,
+    )  # fmt: skip
+    try:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            if match := re.search(r"serving Streamable HTTP at (http://\S+/mcp)", line):
+                break
+        else:
+            raise AssertionError(f"the bridge exited with {proc.wait()} before serving")
+        async with Client(match.group(1)) as client:
+            echo = {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo"), marker])}
+            assert not (await client.call_tool("mcp_add_server", echo)).is_error
+            call = {"server": "echo", "tool_name": "echo", "arguments_json": '{"text": "hi"}'}
+            assert call_text(await client.call_tool("mcp_call_tool", call)) == "hi"
+        children = pids_with_marker(marker)
+        proc.send_signal(signal.SIGTERM)
+        exit_code = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert children
+    assert exit_code == 143
+    assert wait_pids_gone(children, timeout=30) == set()
+    audited = (Path(dirs["MCP_STATE_DIR"]) / "audit" / "audit.jsonl").read_text().splitlines()
+    assert [json.loads(line)["tool"] for line in audited][-2:] == ["mcp_add_server", "mcp_call_tool"]
+
+
 def test_http_mode_refuses_a_public_bind_without_authentication(dirs: dict[str, str]) -> None:
     done = subprocess.run(
         [BRIDGE, "--transport", "http", "--host", "0.0.0.0", "--port", "0"],

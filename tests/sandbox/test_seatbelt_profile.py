@@ -13,11 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sandbox.limits import Limits
 from sandbox.policy import Mask, Policy
-from sandbox.seatbelt import SANDBOX_EXEC, profile_and_params, sandbox_exec_argv
+from sandbox.seatbelt import RLIMIT_EXEC, SANDBOX_EXEC, profile_and_params, sandbox_exec_argv
 
 GOLDEN = Path(__file__).with_name("golden")
 TMP = Path("/private/tmp/mcp-child-abc")
+PORT = 49152
 HOSTILE = [
     'a"b', "x)(allow default)(", "new\nline", "back\\slash", "with space", "semi;colon",
     '#"raw"', "(param \"WORKSPACE\")", "caf\u00e9", "not-utf8-\udcff",
@@ -93,9 +95,9 @@ def test_hostile_paths_appear_only_in_d_arguments() -> None:
     assert carriers and all(arg.startswith("-D") for arg in carriers)
 
 
-@pytest.mark.parametrize("network", ["deny", "allow"])
+@pytest.mark.parametrize("network", ["deny", "allow", "proxy"])
 def test_params_used_equal_params_passed(network: str) -> None:
-    profile, params = profile_and_params(policy(network=network, roots=2), tmpdir=TMP)
+    profile, params = profile_and_params(policy(network=network, roots=2), tmpdir=TMP, proxy_port=PORT)
     assert params_used(profile) == set(params)
 
 
@@ -104,15 +106,15 @@ def test_param_keys_are_plain_identifiers() -> None:
     assert all(re.fullmatch(r"[A-Z][A-Z0-9_]*", key) for key in params)
 
 
-@pytest.mark.parametrize("network", ["deny", "allow"])
+@pytest.mark.parametrize("network", ["deny", "allow", "proxy"])
 def test_profile_is_balanced_and_starts_closed(network: str) -> None:
-    parsed = forms(profile_and_params(policy(network=network), tmpdir=TMP)[0])
+    parsed = forms(profile_and_params(policy(network=network), tmpdir=TMP, proxy_port=PORT)[0])
     assert parsed[:2] == [["version", "1"], ["deny", "default"]]
 
 
-@pytest.mark.parametrize("network", ["deny", "allow"])
+@pytest.mark.parametrize("network", ["deny", "allow", "proxy"])
 def test_profile_never_opens_everything(network: str) -> None:
-    profile = profile_and_params(policy(network=network), tmpdir=TMP)[0]
+    profile = profile_and_params(policy(network=network), tmpdir=TMP, proxy_port=PORT)[0]
     for forbidden in ("(allow default)", "(with no-sandbox)", "(allow network*", "(allow network-outbound)"):
         assert forbidden not in profile
 
@@ -126,6 +128,28 @@ def test_profile_allows_outbound_ip_when_network_is_allowed() -> None:
         '(allow network-outbound (remote ip "*:*"))'
         in profile_and_params(policy(network="allow"), tmpdir=TMP)[0]
     )
+
+
+def test_a_proxied_child_may_connect_to_the_proxy_port_and_nowhere_else() -> None:
+    """No DNS, no other port, no Unix socket: the only network rule is the proxy's address."""
+    profile, params = profile_and_params(policy(network="proxy"), tmpdir=TMP, proxy_port=PORT)
+    rules = [form for form in forms(profile) if isinstance(form, list) and any("network" in str(p) for p in form)]
+    assert rules == [["allow", "network-outbound", ["remote", "ip", ["param", ("str", '"PROXY"')]]]]
+    assert params["PROXY"] == f"localhost:{PORT}"
+    for absent in ("mDNSResponder", "SystemConfiguration", "trustd", '"*:*"', "unix-socket"):
+        assert absent not in profile
+
+
+def test_the_proxy_port_is_a_parameter_not_profile_text() -> None:
+    low = profile_and_params(policy(network="proxy"), tmpdir=TMP, proxy_port=1)
+    high = profile_and_params(policy(network="proxy"), tmpdir=TMP, proxy_port=65535)
+    assert low[0] == high[0] and (low[1]["PROXY"], high[1]["PROXY"]) == ("localhost:1", "localhost:65535")
+
+
+@pytest.mark.parametrize("port", [None, 0, 65536, -1, True, "8080", "1) (allow default"])
+def test_a_proxy_network_refuses_anything_but_a_port_number(port: object) -> None:
+    with pytest.raises(ValueError, match="loopback port"):
+        profile_and_params(policy(network="proxy"), tmpdir=TMP, proxy_port=port)  # type: ignore[arg-type]
 
 
 def test_every_write_allow_and_every_deny_has_a_filter() -> None:
@@ -179,7 +203,7 @@ def test_argv_shape() -> None:
     ],
 )
 def test_golden(name: str, subject: Policy) -> None:
-    argv = sandbox_exec_argv(subject, ["/usr/local/bin/server", "--stdio"], tmpdir=TMP)
+    argv = sandbox_exec_argv(subject, ["/usr/local/bin/server", "--stdio"], tmpdir=TMP, proxy_port=PORT)
     rendered = {
         GOLDEN / f"{name}.sb": argv[2],
         GOLDEN / f"{name}.argv": "\n".join([*argv[:2], "PROFILE", *argv[3:]]) + "\n",
@@ -188,3 +212,26 @@ def test_golden(name: str, subject: Policy) -> None:
         if os.environ.get("UPDATE_GOLDEN") == "1":
             path.write_text(text)
         assert path.read_text() == text, f"{path.name} changed; rerun with UPDATE_GOLDEN=1 and review"
+
+
+def test_golden_limits_prelude() -> None:
+    """The whole argv with the default limits: the prelude, then sandbox-exec (the helper's path and
+    the profile are placeholders here, the profile being the workspace_only one)."""
+    subject = Policy(workspace=Path("/Users/alice/code/proj"))
+    argv = sandbox_exec_argv(subject, ["/usr/local/bin/server"], tmpdir=TMP, limits=Limits(), python="/opt/py/bin/python3")
+    profile_at = argv.index(SANDBOX_EXEC) + 2
+    assert argv[profile_at] == (GOLDEN / "workspace_only_network_deny.sb").read_text()
+    shown = [*argv[:profile_at], "PROFILE", *argv[profile_at + 1 :]]
+    text = "\n".join(arg.replace(str(RLIMIT_EXEC), "RLIMIT_EXEC") for arg in shown) + "\n"
+    path = GOLDEN / "limits_prelude.argv"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert path.read_text() == text, f"{path.name} changed; rerun with UPDATE_GOLDEN=1 and review"
+
+
+def test_the_limits_prelude_needs_an_interpreter_only_when_it_bounds_something() -> None:
+    subject = Policy(workspace=Path("/Users/alice/code/proj"))
+    with pytest.raises(ValueError, match="interpreter"):
+        sandbox_exec_argv(subject, ["/bin/true"], tmpdir=TMP, limits=Limits())
+    unbounded = Limits(memory_bytes=None, processes=None, file_bytes=None, open_files=None)
+    assert sandbox_exec_argv(subject, ["/bin/true"], tmpdir=TMP, limits=unbounded)[0] == SANDBOX_EXEC

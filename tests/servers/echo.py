@@ -76,7 +76,7 @@ def serve_http(server: FastMCP) -> None:
     """Serve Streamable HTTP on a free 127.0.0.1 port; announce it as 'PORT <n>' on stdout."""
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio then sets TCP_NODELAY
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)  # connections made before uvicorn starts wait in the backlog

@@ -42,7 +42,7 @@ class RecordHeaders:
 if __name__ == "__main__":
     if "--http" not in sys.argv[1:]:
         sys.exit("headers_echo.py serves HTTP only: pass --http")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio then sets TCP_NODELAY
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)

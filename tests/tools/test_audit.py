@@ -9,9 +9,10 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from bridge_support import BridgeDirs, MakeBridge, StdioArgs, error, ok
 
-from bridge.tools import Bridge
+from bridge.tools import Bridge, audit
 from bridge.tools.audit import FILE_NAME, AuditEntry, AuditLog, read_entries
 
 SECRET = "s3cr3t-header-value-never-logged"
@@ -116,3 +117,51 @@ def test_an_unwritable_log_never_fails_a_tool_call(make_bridge: MakeBridge, brid
 def test_the_log_file_is_private(bridge: Bridge, bridge_dirs: BridgeDirs) -> None:
     bridge.list_tools()
     assert (Path(bridge_dirs.state) / "audit" / FILE_NAME).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_burst_of_calls_is_appended_under_one_lock_not_one_each(
+    bridge_dirs: BridgeDirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each lock, open and writer wake-up per call cost a warm call ~0.35 ms of CPU."""
+    taken: list[object] = []
+    real_lock = audit.portalocker.Lock
+
+    def counting_lock(*args: object, **kwargs: object) -> object:
+        taken.append(args[0])
+        return real_lock(*args, **kwargs)
+
+    monkeypatch.setattr(audit.portalocker, "Lock", counting_lock)
+    log = AuditLog(bridge_dirs.state / "audit", max_bytes=1_000_000, backups=1)
+    for index in range(50):
+        log.record(
+            AuditEntry(
+                time=datetime.now(UTC),
+                call_id=str(index),
+                tool="t",
+                duration_ms=1,
+                outcome="ok",
+            )
+        )
+    log.close()
+    assert [entry["call_id"] for entry in read_entries(bridge_dirs.state / "audit")] == [str(i) for i in range(50)]
+    assert 1 <= len(taken) <= 5
+
+
+def test_a_batch_that_crosses_the_size_bound_rotates_in_its_middle(
+    bridge_dirs: BridgeDirs,
+) -> None:
+    log = AuditLog(bridge_dirs.state / "audit", max_bytes=1_000, backups=5)
+    for index in range(20):  # ~150 bytes each, all in one batch: three files or more
+        log.record(
+            AuditEntry(
+                time=datetime.now(UTC),
+                call_id=str(index),
+                tool="t",
+                duration_ms=1,
+                outcome="ok",
+            )
+        )
+    log.close()
+    files = list((bridge_dirs.state / "audit").glob(f"{FILE_NAME}*"))
+    assert len(files) >= 3 and all(path.stat().st_size <= 1_000 for path in files)
+    assert [entry["call_id"] for entry in read_entries(bridge_dirs.state / "audit")] == [str(i) for i in range(20)]
