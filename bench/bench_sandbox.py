@@ -4,6 +4,11 @@ placeholders) and the new one (with its default network, and with network deny),
 Python MCP server and an `npx` server with a warm cache. The npx server's default is
 registry-only through the proxy and the in-sandbox forwarder, which the deny row leaves out.
 
+Then the new sandbox's parts, each row the deny launch with parts taken away (argv variants of the
+same launch, so the differences are what the parts cost): the root bridge's pids cgroup, the
+placeholders, the `/bin/sh` that opens the seccomp program as fd 3 and the `prlimit` exec; and,
+alone, a shell joining a fresh pids cgroup against one that does not.
+
     .venv/bin/python bench/bench_sandbox.py [--runs 10] [--no-npx]
 
 Prints medians and spreads; asserts nothing (the target is at most +10 ms over the old sandbox).
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -34,20 +40,26 @@ sys.path.insert(0, str(REPO))
 from sandbox import FilteringProxy, Launch, SandboxConfig, finish_launch, prepare_launch  # noqa: E402
 from sandbox.bubblewrap import bwrap_argv  # noqa: E402
 from sandbox.command import resolve_command  # noqa: E402
+from sandbox.homes import EMPTY_DIR, EMPTY_FILE  # noqa: E402
+from sandbox.launch import _pids_cgroup_base  # noqa: E402
+from sandbox.limits import PRLIMIT  # noqa: E402
 from sandbox.network import NetworkSetting  # noqa: E402
 
 TINY = REPO / "tests" / "servers" / "tiny_stdio.py"
 NPX_PACKAGE = "@modelcontextprotocol/server-everything"
+_cgroup_ids = itertools.count()
 INITIALIZE = json.dumps({
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}},
 }) + "\n"  # fmt: skip
 
 
-def time_to_initialize(argv: list[str], env: dict[str, str], cwd: str) -> float:
+def time_to_initialize(argv: list[str], env: dict[str, str], cwd: str, pass_fds: tuple[int, ...] = ()) -> float:
     """Milliseconds from spawn to the first line the server writes in answer to `initialize`."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=pass_fds
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(INITIALIZE.encode())
     proc.stdin.flush()
@@ -142,18 +154,71 @@ def variants_for(
                                 write_paths=(), config=dataclasses.replace(config, backend="none"))  # fmt: skip
         return time_to_initialize([launch.command, *launch.args], launch.env, launch.cwd)
 
-    def new_without_cgroup() -> float:
-        nonlocal config
-        saved, config = config, dataclasses.replace(config, pids_cgroup=False)
-        try:
-            return new()
-        finally:
-            config = saved
+    def part(strip: Callable[[list[str]], list[str]], direct: bool = False) -> Callable[[], float]:
+        """The deny launch without the pids cgroup, its argv further stripped; `direct`: bwrap is
+        spawned itself, given the seccomp program as fd 3 (what the `/bin/sh` prelude does)."""
+        def run() -> float:
+            launch = prepare_launch(command, args, cwd=config.workspace, server_env=shared, network="deny",
+                                    write_paths=(str(npm_cache),), config=dataclasses.replace(config, pids_cgroup=False),
+                                    server_name="bench")  # fmt: skip
+            argv = strip([launch.command, *launch.args])
+            try:
+                if not direct:
+                    return time_to_initialize(argv, launch.env, launch.cwd)
+                fd = os.open(launch.args[2], os.O_RDONLY)  # the prelude's $0: the seccomp program
+                try:
+                    at = argv.index("--seccomp") + 1
+                    argv[at] = str(fd)  # fd 3 may be taken here (the event loop of the portal)
+                    return time_to_initialize(argv, launch.env, launch.cwd, pass_fds=(fd,))
+                finally:
+                    os.close(fd)
+            finally:
+                finish_launch(launch)
+        return run
 
-    return {
-        "none": none, "old sandbox": old, "new, deny": lambda: new("deny"),
-        "new, no pids cgroup": new_without_cgroup, "new sandbox": new,
+    variants = {
+        "none": none, "old sandbox": old, "new, deny": lambda: new("deny"), "new sandbox": new,
+        "deny - cgroup": part(lambda argv: argv),
+        "deny - cgroup - placeholders": part(without_placeholders),
+        "deny - cgroup - sh - prlimit": part(lambda argv: without_prlimit(from_bwrap(argv)), direct=True),
     }  # fmt: skip
+    if os.geteuid() == 0 and (base := _pids_cgroup_base()) is not None:
+        variants["sh joining a pids cgroup"] = lambda: join_cgroup(base, True)
+        variants["sh not joining one"] = lambda: join_cgroup(base, False)
+    return variants
+
+
+def without_placeholders(argv: list[str]) -> list[str]:
+    """The argv without the `--ro-bind <homes>/.empty[-dir] PATH` placeholder mounts."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--ro-bind" and Path(argv[i + 1]).name in (EMPTY_FILE, EMPTY_DIR):
+            i += 3
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def from_bwrap(argv: list[str]) -> list[str]:
+    """The argv the `/bin/sh` prelude execs."""
+    return argv[next(i for i, arg in enumerate(argv) if Path(arg).name == "bwrap") :]
+
+
+def without_prlimit(argv: list[str]) -> list[str]:
+    start = argv.index(PRLIMIT)
+    return argv[:start] + argv[argv.index("--", start) + 1 :]
+
+
+def join_cgroup(base: Path, join: bool) -> float:
+    """Milliseconds for a `/bin/sh` to start, make a pids cgroup and (with `join`) move into it."""
+    cgroup = base / f"mcp-bench-{os.getpid()}-{next(_cgroup_ids)}"
+    script = 'mkdir "$1" && echo 512 > "$1/pids.max"' + (' && echo $$ > "$1/cgroup.procs"' if join else "")
+    start = time.perf_counter()
+    subprocess.run(["/bin/sh", "-c", script, "sh", str(cgroup)], check=True)
+    elapsed = (time.perf_counter() - start) * 1000
+    cgroup.rmdir()
+    return elapsed
 
 
 def prepare_cost(config: SandboxConfig, command: str, args: list[str], shared: dict[str, str]) -> float:
@@ -172,9 +237,14 @@ def report(name: str, samples: dict[str, list[float]]) -> None:
     medians = {v: statistics.median(s) for v, s in samples.items()}
     print(f"\n{name}: spawn to initialize answered, median of {len(samples['none'])} (min-max), ms")
     for variant, values in samples.items():
-        print(f"  {variant:20} {medians[variant]:8.1f}  ({min(values):.1f}-{max(values):.1f})")
-    for variant in ("new sandbox", "new, no pids cgroup", "new, deny"):
+        print(f"  {variant:30} {medians[variant]:8.1f}  ({min(values):.1f}-{max(values):.1f})")
+    for variant in ("new sandbox", "new, deny", "deny - cgroup", "deny - cgroup - placeholders"):
         print(f"  {variant} - old: {medians[variant] - medians['old sandbox']:+.1f}")
+    print(f"  pids cgroup:  {medians['new, deny'] - medians['deny - cgroup']:+.1f}", end="")
+    if "sh joining a pids cgroup" in medians:
+        print(f"  (a shell joining one alone: {medians['sh joining a pids cgroup'] - medians['sh not joining one']:+.1f})", end="")
+    print(f"\n  placeholders: {medians['deny - cgroup'] - medians['deny - cgroup - placeholders']:+.1f}")
+    print(f"  sh + prlimit: {medians['deny - cgroup'] - medians['deny - cgroup - sh - prlimit']:+.1f}")
 
 
 if __name__ == "__main__":

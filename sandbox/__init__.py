@@ -2,9 +2,10 @@
 
 Layout: `policy` (data: what a child may do), `bubblewrap` and `seatbelt` (pure renderers of a
 policy into argv), `environment` (the scrubbed child environment), `probe` (which backend works
-here), `command` (how a command becomes the absolute program to run), `launch` (the only
-impure part; the bridge spawns the returned `Launch` itself). Around them: `programs` (a command's interpreter chain and
-`check_runnable`), `repos` (git dirs in writable roots), `homes` (private homes), `network` and
+here), `command` (how a command becomes the absolute program to run), `launch` (the impure
+part; the bridge spawns the returned `Launch` itself). Around them: `programs` (a command's interpreter chain and
+`check_runnable`), `repos` (git dirs in writable roots), `homes` (private homes), `placeholders`
+(the per-bridge ledger of placeholders made on disk, swept once their bridge died), `network` and
 `proxy` (registry-only or listed hosts through a filtering proxy; `forwarder` relays inside the
 sandbox), `seccomp`, `limits`, and `denials` (what a failure caused by the sandbox was).
 """
@@ -23,6 +24,7 @@ from sandbox.launch import (
     plan_launch,
     prepare_launch,
     probe,
+    sweep_leftovers,
 )
 from sandbox.limits import Limits
 from sandbox.proxy import FilteringProxy, ProxyRoute
@@ -31,5 +33,5 @@ __all__ = [
     "CommandNotFound", "FilteringProxy", "InvalidWorkspace", "Launch", "Limits", "NotRunnable",
     "Plan", "ProxyRoute", "SandboxConfig", "SandboxUnavailable", "check_runnable", "explain_exit",
     "explain_network", "explain_path", "finish_launch", "home_path", "new_repositories",
-    "plan_launch", "prepare_launch", "probe", "remove_home", "resolve_command",
+    "plan_launch", "prepare_launch", "probe", "remove_home", "resolve_command", "sweep_leftovers",
 ]  # fmt: skip

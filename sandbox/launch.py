@@ -1,9 +1,11 @@
 """Launch a stdio child: `prepare_launch` wraps its argv in the sandbox backend that works here.
 
-The one impure module of the package: it reads the bridge's environment, probes the backend,
-creates the state dir (a mask can only hide what exists), the server's private home and the
-seccomp program file, counts the placeholder mount points children hold, and on macOS creates the
-child's private temp dir. `finish_launch` undoes what a launch left on disk once the child ended.
+The impure module of the package (with `placeholders`): it reads the bridge's environment, probes
+the backend, creates the state dir (a mask can only hide what exists), the server's private home,
+the seccomp program file and on Linux the placeholders (recorded in this bridge's ledger), counts
+the placeholder mount points children hold, and on macOS creates the child's private temp dir.
+`finish_launch` undoes what a launch left on disk once the child ended; `sweep_leftovers` (at
+bridge start) removes what a bridge that died left: placeholders and pids cgroups.
 
 On Linux the spawn is `/bin/sh -c 'exec "$@" 3<"$0"' PROGRAM bwrap ...`: the shell only opens the
 seccomp program as fd 3 for `bwrap --seccomp 3` (the script is constant; every path is a
@@ -37,6 +39,7 @@ from sandbox.errors import InvalidWorkspace, NotRunnable, SandboxUnavailable
 from sandbox.homes import EMPTY_DIR, EMPTY_FILE, default_homes_dir, ensure_home, home_environment, home_path
 from sandbox.limits import Limits
 from sandbox.network import NetworkSetting, effective_network, is_package_launcher, normalize_hosts, registry_hosts
+from sandbox.placeholders import Ledger, guarded_paths, ledger_for, sweep
 from sandbox.policy import Policy, build_policy, hidden_by
 from sandbox.probe import Backend, select_backend
 from sandbox.programs import program_chain
@@ -48,7 +51,7 @@ from sandbox.seccomp import filter_program
 __all__ = [
     "CommandNotFound", "InvalidWorkspace", "Launch", "NotRunnable", "Plan", "SandboxConfig",
     "SandboxUnavailable", "check_runnable", "finish_launch", "new_repositories", "plan_launch",
-    "prepare_launch", "probe",
+    "prepare_launch", "probe", "sweep_leftovers",
 ]  # fmt: skip
 
 log = logging.getLogger("mcp_bridge.sandbox")
@@ -128,6 +131,7 @@ class Launch:
     limits: Limits | None = None
     started: float = 0.0  # monotonic; proxy denials since then are this child's
     cgroup: Path | None = None  # a root bridge's pids cgroup for this child
+    ledger: Ledger | None = None  # where a Linux launch recorded its placeholders and mounts
 
 
 def prepare_launch(
@@ -168,7 +172,9 @@ def prepare_launch(
     homes_dir = config.homes_dir or default_homes_dir(dict(os.environ), home)
     private_home = ensure_home(homes_dir, _server_key(server_name, command, args))
     proxy_dir = _proxy_dir(config) if backend.name == "bubblewrap" else None
-    with _held_lock:
+    ledger = ledger_for(homes_dir) if backend.name == "bubblewrap" else None
+    # Under the ledger's lock, a sweep by another bridge cannot remove what this plan finds present.
+    with _held_lock, ledger.locked() if ledger else contextlib.nullcontext():
         plan = plan_launch(
             command, args, cwd=cwd, server_env=server_env, network=network, write_paths=write_paths,
             config=config, server_name=server_name, read_paths=read_paths, git_write_paths=git_write_paths,
@@ -178,6 +184,8 @@ def prepare_launch(
         policy = plan.policy
         for holder in policy.placeholders:
             _held[holder.path] = _held.get(holder.path, 0) + 1
+        if ledger is not None:
+            ledger.hold(policy.placeholders, guarded_paths(policy))
     held = tuple(h.path for h in policy.placeholders)
     proxy = route_for(proxy_dir, policy.allowed_hosts) if policy.proxy_socket and proxy_dir else None
     fixed = home_environment(private_home) | _proxy_environment(policy)
@@ -199,7 +207,7 @@ def prepare_launch(
             shell_args = ["-c", JOIN_CGROUP_OPEN_FD3, program, str(cgroup), str(config.limits.processes), *argv]
         return Launch(
             SHELL, shell_args, env, str(cwd), backend=backend.name, policy=policy, proxy=proxy,
-            placeholders=held, limits=config.limits, started=started, cgroup=cgroup,
+            placeholders=held, limits=config.limits, started=started, cgroup=cgroup, ledger=ledger,
             cleanup_paths=(cgroup,) if cgroup else (),  # a bridge that only rmtree()s still frees it
         )  # fmt: skip
 
@@ -266,20 +274,20 @@ def check_runnable(executable: str, policy: Policy, *, path_env: str = DEFAULT_P
 def finish_launch(launch: Launch) -> None:
     """After the child ended: remove the placeholders no other child holds, and the temp dirs.
 
-    A placeholder is removed only while it is still the empty file or folder the mount left;
-    removing one another child still holds would detach that child's read-only mount.
+    A placeholder is removed only while it is still the empty file or folder the launch made;
+    removing one another child (of this bridge or another) still holds would detach that child's
+    read-only mount. The ledger knows both.
     """
     with _held_lock:
-        free = []
         for path in launch.placeholders:
             count = _held.get(path, 0) - 1
             if count > 0:
                 _held[path] = count
             else:
                 _held.pop(path, None)
-                free.append(path)
-    for path in free:
-        _remove_if_empty(path)
+        if launch.ledger is not None and launch.policy is not None:
+            with launch.ledger.locked():
+                launch.ledger.release(guarded_paths(launch.policy))
     if launch.cgroup is not None:
         _remove_cgroup(launch.cgroup)
     for path in launch.cleanup_paths:
@@ -469,6 +477,41 @@ def probe(config: SandboxConfig) -> SandboxUnavailable | None:
     return None
 
 
+def sweep_leftovers(config: SandboxConfig) -> tuple[Path, ...]:
+    """At bridge start, what bridges that died (SIGKILL) left; the removed paths.
+
+    The placeholders in writable roots, only those they made, still empty and mounted by no live
+    bridge's child; and a root bridge's per-child pids cgroups, only once empty.
+    """
+    removed = sweep(config.homes_dir or default_homes_dir(dict(os.environ), _home()))
+    return removed + _sweep_cgroups() if os.geteuid() == 0 else removed
+
+
+def _sweep_cgroups() -> tuple[Path, ...]:
+    """Empty `mcp-bridge-<pid>-<n>` cgroups whose bridge pid is gone (rmdir refuses a populated one)."""
+    removed = []
+    for base in PIDS_CGROUP_ROOTS:
+        for path in base.glob("mcp-bridge-*-*"):
+            pid = path.name.split("-")[2]
+            if not pid.isdigit() or _pid_alive(int(pid)):
+                continue
+            try:
+                path.rmdir()
+            except OSError as exc:
+                log.info("cgroup %s of a bridge that died left in place: %s", path, exc.strerror)
+                continue
+            removed.append(path)
+    return tuple(removed)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True  # alive (PermissionError: someone else's)
+
+
 def _home() -> Path:
     """The real home: $HOME when absolute, else the password database."""
     home = os.environ.get("HOME", "")
@@ -497,16 +540,6 @@ def _environment(
 def _absolute(command: str, path_env: str) -> str:
     """Absolute commands pass; a bare name is looked up on the child's (sanitised) PATH."""
     return resolve_command(command, path_env=path_env)
-
-
-def _remove_if_empty(path: Path) -> None:
-    try:
-        if path.is_dir() and not path.is_symlink():
-            path.rmdir()  # fails (and is left) when someone put something in it
-        elif path.is_file() and not path.is_symlink() and path.stat().st_size == 0:
-            path.unlink()
-    except OSError as exc:
-        log.info("placeholder %s left in place: %s", path, exc.strerror)
 
 
 def _remove_tree(path: Path) -> None:

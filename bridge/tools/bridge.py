@@ -70,6 +70,7 @@ from sandbox import (
     SandboxUnavailable,
     probe,
     remove_home,
+    sweep_leftovers,
 )
 
 # The reserved tool name that reads a resource the server listed or linked (`mcp_call_tool`).
@@ -202,6 +203,7 @@ class Bridge(SyncFaces):
         )
         # Probed once, now, off the loop that will serve the host; None when stdio children can start.
         self.sandbox_problem = probe(self.sandbox) if "stdio" in settings.allowed_transports else None
+        sweep_leftovers(self.sandbox)  # what a bridge killed mid-session left in writable roots
         self.audit = AuditLog(settings.audit_dir, max_bytes=settings.audit_max_bytes, backups=settings.audit_backups)
         self.drift = DriftGuard(self.registry)
         self.results = Results(keep_s=settings.result_keep_s, keep_chars=settings.result_keep_chars)
