@@ -196,6 +196,7 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
     rows: list[Row] = []
     direct_echo = StdioServerParameters(command=sys.executable, args=[ECHO])
     try:
+        plain_env = {**env, "MCP_SANDBOX": "none", "MCP_STATE_DIR": str(base / "state-none")}
         async with Client(StdioServerParameters(command=BRIDGE, env=env)) as bridge:
             await add(bridge, "echo", sys.executable, ECHO)
             async with Client(direct_echo) as direct:
@@ -213,17 +214,24 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
                     )
                 rows.append(ratio_row("warm stdio call, mcp-server-time", b, d, 2.0))
 
-            direct_cold, bridge_cold = [], []
-            for i in range(cold_runs):
-                start = time.perf_counter()
-                async with Client(direct_echo) as fresh:  # spawn + initialize happen on entry
-                    await fresh.call_tool("echo", {"text": "cold"})
-                    direct_cold.append(time.perf_counter() - start)
-                await add(bridge, f"cold{i}", sys.executable, ECHO)
-                start = time.perf_counter()
-                await tool_call(bridge, f"cold{i}", "echo", {"text": "cold"})()
-                bridge_cold.append(time.perf_counter() - start)
+            direct_cold, bridge_cold, unsandboxed = [], [], []
+            async with Client(StdioServerParameters(command=BRIDGE, env=plain_env)) as plain:
+                for i in range(cold_runs):  # interleaved, so the three meet the same machine
+                    start = time.perf_counter()
+                    async with Client(direct_echo) as fresh:  # spawn + initialize happen on entry
+                        await fresh.call_tool("echo", {"text": "cold"})
+                        direct_cold.append(time.perf_counter() - start)
+                    for side, times in ((bridge, bridge_cold), (plain, unsandboxed)):
+                        await add(side, f"cold{i}", sys.executable, ECHO)
+                        start = time.perf_counter()
+                        await tool_call(side, f"cold{i}", "echo", {"text": "cold"})()
+                        times.append(time.perf_counter() - start)
             rows.append(ratio_row("cold call (spawn, sandboxed on the bridge's side)", statistics.median(bridge_cold), statistics.median(direct_cold), None))
+            rows.append(Row(
+                "a spawn in the sandbox: cold call, sandboxed vs MCP_SANDBOX=none", ms(statistics.median(bridge_cold)),
+                ms(statistics.median(unsandboxed)), f"{statistics.median(bridge_cold) / statistics.median(unsandboxed):.2f}x",
+                f"{(statistics.median(bridge_cold) - statistics.median(unsandboxed)) * 1000:+.1f} ms a spawn; bench_sandbox.py splits it",
+            ))  # fmt: skip
 
             await add(bridge, "relay", sys.executable, RELAY)
             async with Client(StdioServerParameters(command=sys.executable, args=[RELAY])) as direct:
@@ -276,19 +284,6 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
                 await add(bridge, "echo", sys.executable, ECHO)
                 b, d = await interleaved(lambda: direct.call_tool("echo", {"text": "x"}), tool_call(bridge, "echo", "echo", {"text": "x"}), calls)
         rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
-
-        unsandboxed = []
-        async with Client(StdioServerParameters(command=BRIDGE, env={**env, "MCP_SANDBOX": "none", "MCP_STATE_DIR": str(base / "state-none")})) as plain:
-            for i in range(cold_runs):
-                await add(plain, f"cold{i}", sys.executable, ECHO)
-                start = time.perf_counter()
-                await tool_call(plain, f"cold{i}", "echo", {"text": "cold"})()
-                unsandboxed.append(time.perf_counter() - start)
-        rows.append(Row(
-            "a spawn in the sandbox: cold call, sandboxed vs MCP_SANDBOX=none", ms(statistics.median(bridge_cold)),
-            ms(statistics.median(unsandboxed)), f"{statistics.median(bridge_cold) / statistics.median(unsandboxed):.2f}x",
-            f"+{(statistics.median(bridge_cold) - statistics.median(unsandboxed)) * 1000:.1f} ms a spawn; bench_sandbox.py splits it",
-        ))  # fmt: skip
 
         bridge_start = await startup(StdioServerParameters(command=BRIDGE, env=env), cold_runs)
         bare_start = await startup(StdioServerParameters(command=sys.executable, args=[BARE]), cold_runs)

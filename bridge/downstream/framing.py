@@ -2,7 +2,7 @@
 
 `LineFramer` splits a byte stream into lines without rescanning what it already searched, and
 holds at most `max_bytes` of an unfinished line; `encode` writes one message as one line;
-`PipeWriter` writes lines to a pipe on the event loop.
+`PipeReader` and `PipeWriter` read and write a pipe on the event loop.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from mcp.shared.message import SessionMessage
 
 # One message from a downstream server, on any transport: a stdout line, a JSON body, an SSE event.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+READ_SIZE = 64 * 1024
 
 
 class LineTooLong(Exception):
@@ -49,6 +50,40 @@ class LineFramer:
 def encode(message: SessionMessage) -> bytes:
     """One message as one wire line."""
     return (message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8")
+
+
+class PipeReader:
+    """What arrives on a non-blocking pipe, chunk by chunk, read on the loop until end of input.
+
+    Read here rather than through anyio's process stream (an asyncio `StreamReader`, which buffers
+    each chunk and wakes a future for it) or the SDK's stdio (a worker thread per read).
+    """
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd: int | None = fd
+
+    def __aiter__(self) -> PipeReader:
+        return self
+
+    async def __anext__(self) -> bytes:
+        while self._fd is not None:
+            try:
+                chunk = os.read(self._fd, READ_SIZE)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)  # raises ClosedResourceError if closed meanwhile
+                continue
+            if chunk:
+                return chunk
+            break
+        raise StopAsyncIteration
+
+    def close(self) -> None:
+        """Close the pipe; a read waiting for input is woken and fails."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            anyio.notify_closing(fd)
+            os.close(fd)
 
 
 class PipeWriter:

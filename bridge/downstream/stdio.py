@@ -31,7 +31,7 @@ import mcp_types as types
 from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
-from bridge.downstream.framing import MAX_MESSAGE_BYTES, LineFramer, LineTooLong, PipeWriter, encode
+from bridge.downstream.framing import MAX_MESSAGE_BYTES, LineFramer, LineTooLong, PipeReader, PipeWriter, encode
 from bridge.errors import BridgeError
 from bridge.internals import TransportStreams
 from bridge.models import StdioServerSpec
@@ -80,7 +80,8 @@ class Child:
     """One spawned stdio child: its process (group leader), stderr tail, and what it said on stdout."""
 
     process: Process
-    stdin: PipeWriter  # its stdin, written by the bridge itself
+    stdin: PipeWriter  # its stdin and stdout, written and read by the bridge itself
+    stdout: PipeReader
     command: str
     _tail: bytearray = field(default_factory=bytearray)
     stopped: bool = False  # the bridge signalled it while it still ran
@@ -141,6 +142,7 @@ class Child:
         if not await self.wait_exit(CLOSE_GRACE_S):
             logger.warning("child %d survived SIGKILL", self.process.pid)
         self.stdin.close()
+        self.stdout.close()
         with anyio.move_on_after(CLOSE_GRACE_S):
             await self.process.aclose()  # release the pipes and the loop's subprocess transport
 
@@ -204,23 +206,28 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
             if support.proxy is None:
                 raise BridgeError("spawn_failed", "This server's network goes through the bridge's proxy, which is not running.")
             await support.proxy.listen(launch.proxy)
-        child_stdin, stdin_fd = os.pipe()  # the bridge writes this end itself (`PipeWriter`)
+        # The bridge reads and writes the child's ends itself (`PipeReader`, `PipeWriter`).
+        child_stdin, stdin_fd = os.pipe()
+        stdout_fd, child_stdout = os.pipe()
         try:
             process = await anyio.open_process(
-                [launch.command, *launch.args], stdin=child_stdin, env=launch.env, cwd=launch.cwd, start_new_session=True
-            )
+                [launch.command, *launch.args], stdin=child_stdin, stdout=child_stdout, env=launch.env,
+                cwd=launch.cwd, start_new_session=True,
+            )  # fmt: skip
         except BaseException:
             os.close(stdin_fd)
+            os.close(stdout_fd)
             raise
         finally:
             os.close(child_stdin)
+            os.close(child_stdout)
     except OSError as exc:
         _finish(connection, launch)
         raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
     except BaseException:
         _finish(connection, launch)
         raise
-    child = Child(process=process, stdin=PipeWriter(stdin_fd), command=spec.command)
+    child = Child(process=process, stdin=PipeWriter(stdin_fd), stdout=PipeReader(stdout_fd), command=spec.command)
     connection.children.append(child)
     sent: set[types.RequestId] = set()  # ids of requests awaiting the child's answer
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -234,11 +241,10 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
             read_send.close()
 
     async def pump_stdout() -> None:
-        assert process.stdout is not None
         framer = LineFramer(MAX_MESSAGE_BYTES)
         async with read_send:
-            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-                async for chunk in process.stdout:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                async for chunk in child.stdout:
                     try:
                         lines = framer.feed(chunk)
                     except LineTooLong:

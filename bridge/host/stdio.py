@@ -55,12 +55,11 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from bridge import internals
-from bridge.downstream.framing import LineFramer, PipeWriter, encode
+from bridge.downstream.framing import LineFramer, PipeReader, PipeWriter, encode
 
 Inbound = SessionMessage | Exception
 Send = Callable[[SessionMessage], Awaitable[None]]
 
-_READ_SIZE = 64 * 1024
 
 
 async def serve_stdio(app: FastMCP) -> None:
@@ -124,19 +123,11 @@ def _diversion(fd: int) -> int:
 async def _messages(fd: int) -> AsyncIterator[Inbound]:
     """Each line of `fd` parsed as the SDK's `stdio_server` parses it: a message, or why it is not one."""
     framer = LineFramer()
-    while chunk := await _read(fd):
+    async for chunk in PipeReader(fd):  # put back blocking by `_claimed`, never closed here
         for line in framer.feed(chunk):
             yield _parse(line)
     if rest := framer.rest():  # a last line without its newline
         yield _parse(rest)
-
-
-async def _read(fd: int) -> bytes:
-    while True:
-        try:
-            return os.read(fd, _READ_SIZE)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
 
 
 def _parse(line: bytes) -> Inbound:

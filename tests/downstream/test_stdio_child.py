@@ -7,18 +7,20 @@ import signal
 
 import anyio
 
-from bridge.downstream.framing import PipeWriter
+from bridge.downstream.framing import PipeReader, PipeWriter
 from bridge.downstream.stdio import Child
 
 
 async def sleeper() -> Child:
-    """`sleep 30` in a session of its own, its stdin a pipe the test holds, as the bridge spawns."""
-    read, write = os.pipe()
+    """`sleep 30` in a session of its own, its stdin and stdout pipes the test holds, as the bridge spawns."""
+    stdin, to_child = os.pipe()
+    from_child, stdout = os.pipe()
     try:
-        process = await anyio.open_process(["sleep", "30"], stdin=read, start_new_session=True)
+        process = await anyio.open_process(["sleep", "30"], stdin=stdin, stdout=stdout, start_new_session=True)
     finally:
-        os.close(read)
-    return Child(process=process, stdin=PipeWriter(write), command="sleep")
+        os.close(stdin)
+        os.close(stdout)
+    return Child(process=process, stdin=PipeWriter(to_child), stdout=PipeReader(from_child), command="sleep")
 
 
 async def test_a_child_killed_from_outside_before_the_bridge_signals_it_keeps_its_exit_code() -> None:
