@@ -383,7 +383,7 @@ def _seccomp_file(homes_dir: Path) -> Path:
 def _write_seccomp(homes_dir: Path, program: bytes) -> Path:
     path = homes_dir / f".seccomp-{os.uname().machine}.bpf"
     if not path.exists() or path.read_bytes() != program:
-        partial = path.with_suffix(".tmp")
+        partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")  # launches run in threads
         partial.write_bytes(program)
         partial.chmod(0o444)
         partial.replace(path)

@@ -17,6 +17,7 @@ mounts cannot prevent, is logged and handed to `ChildSupport.on_new_repositories
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -157,6 +158,13 @@ def _has_exited(pid: int) -> bool:
         return True
 
 
+def _undo(launch: Launch) -> tuple[Path, ...]:
+    try:
+        return new_repositories(launch)
+    finally:
+        finish_launch(launch)
+
+
 def _parse_line(line: bytes) -> SessionMessage | None:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
@@ -194,10 +202,14 @@ def launch_refusal(exc: SandboxUnavailable | CommandNotFound, command: str) -> B
 async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> AsyncIterator[TransportStreams]:
     settings, support = connection.settings, connection.support
     home_key = support.home_key(connection.name)
+    arguments = _launch_arguments(spec, settings.sandbox, settings.workspace, home_key)
+    # In a thread, as its undoing is: it makes the home, the placeholders and their ledger. Shielded:
+    # a launch made must reach the `try` below, whose every way out undoes it.
     try:
-        launch = prepare_launch(
-            spec.command, list(spec.args), **_launch_arguments(spec, settings.sandbox, settings.workspace, home_key)  # type: ignore[arg-type]
-        )
+        with anyio.CancelScope(shield=True):
+            launch = await anyio.to_thread.run_sync(
+                functools.partial(prepare_launch, spec.command, list(spec.args), **arguments)  # type: ignore[arg-type]
+            )
     except (SandboxUnavailable, CommandNotFound) as exc:
         raise launch_refusal(exc, spec.command) from None
     connection.launch = launch
@@ -222,10 +234,10 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
             os.close(child_stdin)
             os.close(child_stdout)
     except OSError as exc:
-        _finish(connection, launch)
+        await _finish(connection, launch)
         raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
     except BaseException:
-        _finish(connection, launch)
+        await _finish(connection, launch)
         raise
     child = Child(process=process, stdin=PipeWriter(stdin_fd), stdout=PipeReader(stdout_fd), command=spec.command)
     connection.children.append(child)
@@ -297,16 +309,17 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
         finally:
             with anyio.CancelScope(shield=True):
                 await child.stop(graceful=graceful)
-                _finish(connection, launch)
+                await _finish(connection, launch)
             tg.cancel_scope.cancel()
 
 
-def _finish(connection: Connection, launch: Launch) -> None:
-    """Undo what the launch left on disk, and report any `.git` the child created (never prevented)."""
-    try:
-        created = new_repositories(launch)
-    finally:
-        finish_launch(launch)
+async def _finish(connection: Connection, launch: Launch) -> None:
+    """Undo what the launch left on disk, and report any `.git` the child created (never prevented).
+
+    In a thread: the git scan, the placeholders' removal and a cgroup's (which may wait for its
+    last processes) must not hold up the loop serving the host."""
+    with anyio.CancelScope(shield=True):
+        created = await anyio.to_thread.run_sync(_undo, launch)
     if created:
         logger.warning(
             "stdio server %s created git repositories the host may trust: %s (review them before running git there)",

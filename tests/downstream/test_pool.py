@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from helpers import fixture_path, pids_with_marker, wait_pids_gone
 
+from bridge.downstream import stdio
 from bridge.settings import Settings
 from bridge.tools import Bridge, Reply
 
@@ -193,3 +194,29 @@ def test_closing_the_bridge_kills_every_live_child(make_bridge: Any) -> None:
     assert len(pids) >= 2
     bridge.close()
     assert wait_pids_gone(pids, GONE_WITHIN_S) == set()
+
+
+def test_a_launch_is_prepared_and_undone_in_a_thread_never_on_the_loop(make_bridge: Any, monkeypatch: Any) -> None:
+    """Preparing makes the home, the placeholders and their ledger; undoing removes them, scans for
+    new `.git` dirs and may wait for a cgroup to empty: ~17 ms or more the loop serving the host
+    must not wait."""
+
+    threads: dict[str, str] = {}
+    real_prepare, real_undo = stdio.prepare_launch, stdio._undo
+
+    def prepare(*args: Any, **kwargs: Any) -> Any:
+        threads["prepare"] = threading.current_thread().name
+        return real_prepare(*args, **kwargs)
+
+    def undo(*args: Any) -> Any:
+        threads["undo"] = threading.current_thread().name
+        return real_undo(*args)
+
+    monkeypatch.setattr(stdio, "prepare_launch", prepare)
+    monkeypatch.setattr(stdio, "_undo", undo)
+    bridge = make_bridge()
+    add(bridge, "a")
+    assert echo(bridge, "a").text == "hi"
+    bridge.close()
+    assert set(threads) == {"prepare", "undo"}
+    assert "mcp-bridge-worker" not in threads.values()  # the loop's thread
