@@ -7,7 +7,8 @@ part; the bridge spawns the returned `Launch` itself). Around them: `programs` (
 `check_runnable`), `repos` (git dirs in writable roots), `homes` (private homes), `placeholders`
 (the per-bridge ledger of placeholders made on disk, swept once their bridge died), `network` and
 `proxy` (registry-only or listed hosts through a filtering proxy; `forwarder` relays inside the
-sandbox), `seccomp`, `limits`, and `denials` (what a failure caused by the sandbox was).
+sandbox), `seccomp`, `limits` (with `rlimit_exec`, the script that sets them on macOS), and
+`denials` (what a failure caused by the sandbox was).
 """
 
 from sandbox.command import CommandNotFound, resolve_command
