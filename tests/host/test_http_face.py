@@ -23,17 +23,10 @@ from bridge_proc import (
     http_bridge,
     http_peer,
     post_initialize,
-    workdirs,
 )
 from helpers import fixture_path, start_http_fixture
 
 TOKEN = "test-token-" + "7f3a9c2e5b1d4068"
-
-
-@pytest.fixture
-def dirs() -> Iterator[dict[str, str]]:
-    with workdirs() as made:
-        yield made
 
 
 @pytest.fixture

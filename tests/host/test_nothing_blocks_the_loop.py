@@ -6,23 +6,15 @@ from __future__ import annotations
 import json
 import select
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import portalocker
-import pytest
-from bridge_proc import BRIDGE, host_env, initialize_params, workdirs
+from bridge_proc import BRIDGE, host_env, initialize_params
 
 from bridge.tools.audit import LOCK_TIMEOUT_S
 
 ANSWER_WITHIN_S = LOCK_TIMEOUT_S / 2  # a call that waited for the lock on the loop would take LOCK_TIMEOUT_S
-
-
-@pytest.fixture
-def dirs() -> Iterator[dict[str, str]]:
-    with workdirs() as made:
-        yield made
 
 
 def ask(proc: subprocess.Popen[bytes], request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any] | None:

@@ -20,17 +20,10 @@ from bridge_proc import (
     host_env,
     http_bridge,
     post_initialize,
-    workdirs,
 )
 from fastmcp.server.auth.providers.jwt import RSAKeyPair
 
 TOKEN = "test-token-" + "7f3a9c2e5b1d4068"
-
-
-@pytest.fixture
-def dirs() -> Iterator[dict[str, str]]:
-    with workdirs() as made:
-        yield made
 
 
 def refused_start(env: dict[str, str], *args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:

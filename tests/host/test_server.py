@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import os
 import pty
-import re
 import select
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import tty
 import uuid
@@ -22,7 +20,7 @@ from pathlib import Path
 import anyio
 import pytest
 from bridge_proc import FOUR_TOOLS as FOUR_TOOLS_IN_ORDER
-from bridge_proc import MODERN, StdioPeer, initialize_params, modern_meta, stdio_bridge
+from bridge_proc import MODERN, StdioPeer, host_env, http_bridge, initialize_params, modern_meta, stdio_bridge
 from helpers import fixture_path, pids_with_marker, wait_pids_gone
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -33,26 +31,13 @@ EVERYTHING = ROOT / "tests/node/node_modules/@modelcontextprotocol/server-everyt
 FOUR_TOOLS = {"mcp_list_tools", "mcp_call_tool", "mcp_add_server", "mcp_remove_server"}
 
 
-@pytest.fixture
-def dirs() -> Iterator[dict[str, str]]:
-    """Workspace and state dir outside /tmp, which the sandbox replaces with a private tmpfs."""
-    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="bridge-e2e-"))
-    (base / "ws").mkdir()
-    yield {"MCP_WORKSPACE": str(base / "ws"), "MCP_STATE_DIR": str(base / "state"), "MCP_HOMES_DIR": str(base / "homes")}
-    shutil.rmtree(base, ignore_errors=True)
-
-
-def bridge_env(dirs: dict[str, str], **extra: str) -> dict[str, str]:
-    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), **dirs, **extra}
-
-
 def call_text(result: object) -> str:
     return "\n".join(block.text for block in result.content if block.type == "text")  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_stdio_host_sees_exactly_the_four_tools_in_both_eras(dirs: dict[str, str], mode: str) -> None:
-    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs))
+    params = StdioServerParameters(command=BRIDGE, env=host_env(dirs))
     async with Client(params, mode=mode) as client:
         tools = await client.list_tools()
         assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
@@ -61,21 +46,21 @@ async def test_stdio_host_sees_exactly_the_four_tools_in_both_eras(dirs: dict[st
 
 
 async def test_python_server_py_starts_the_bridge_too(dirs: dict[str, str]) -> None:
-    params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "server.py")], env=bridge_env(dirs))
+    params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "server.py")], env=host_env(dirs))
     async with Client(params) as client:
         tools = await client.list_tools()
     assert {tool.name for tool in tools.tools} == FOUR_TOOLS
 
 
 async def test_restricted_mode_offers_only_list_and_call(dirs: dict[str, str]) -> None:
-    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs, MCP_ALLOW_DYNAMIC="false"))
+    params = StdioServerParameters(command=BRIDGE, env=host_env(dirs, MCP_ALLOW_DYNAMIC="false"))
     async with Client(params) as client:
         tools = await client.list_tools()
     assert {tool.name for tool in tools.tools} == {"mcp_list_tools", "mcp_call_tool"}
 
 
 async def test_stdio_host_adds_and_calls_a_sandboxed_stdio_server(dirs: dict[str, str]) -> None:
-    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs))
+    params = StdioServerParameters(command=BRIDGE, env=host_env(dirs))
     async with Client(params) as client:
         added = await client.call_tool(
             "mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo")])}
@@ -90,7 +75,7 @@ async def test_stdio_host_adds_and_calls_a_sandboxed_stdio_server(dirs: dict[str
 
 
 async def test_error_results_carry_code_and_structured_fields(dirs: dict[str, str]) -> None:
-    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs))
+    params = StdioServerParameters(command=BRIDGE, env=host_env(dirs))
     async with Client(params) as client:
         result = await client.call_tool("mcp_call_tool", {"server": "nope", "tool_name": "x", "arguments_json": "{}"})
     assert result.is_error
@@ -108,7 +93,7 @@ async def test_everything_server_from_npm_is_added_and_called_through_the_bridge
     assert EVERYTHING.is_file(), "run scripts/test.sh: it installs tests/node"
     node = shutil.which("node")
     assert node is not None
-    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs))
+    params = StdioServerParameters(command=BRIDGE, env=host_env(dirs))
     async with Client(params) as client:
         added = await client.call_tool(
             "mcp_add_server",
@@ -152,7 +137,7 @@ class RawStdioHost:
 @contextmanager
 def raw_bridge(dirs: dict[str, str]) -> Iterator[RawStdioHost]:
     proc = subprocess.Popen(
-        [BRIDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=bridge_env(dirs)
+        [BRIDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=host_env(dirs)
     )
     try:
         host = RawStdioHost(proc)
@@ -201,7 +186,7 @@ def test_bridge_exits_when_stdin_closes(dirs: dict[str, str]) -> None:
 def test_ctrl_c_stops_a_stdio_bridge_at_once_and_its_children_with_it(dirs: dict[str, str]) -> None:
     """SIGINT used to wait for one more line on stdin: the SDK's stdin reader is a thread, deaf to cancellation."""
     marker = f"marker-{uuid.uuid4().hex}"
-    with stdio_bridge(bridge_env(dirs)) as peer:
+    with stdio_bridge(host_env(dirs)) as peer:
         peer.handshake()
         echo = {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo"), marker])}
         assert peer.result("tools/call", {"name": "mcp_add_server", "arguments": echo})["isError"] is False
@@ -218,7 +203,7 @@ def test_ctrl_c_stops_a_stdio_bridge_at_once_and_its_children_with_it(dirs: dict
 
 async def test_messages_larger_than_a_pipe_buffer_cross_stdio_whole_both_ways(dirs: dict[str, str]) -> None:
     text = "".join(f"{n:07d}," for n in range(40_000))  # 320 kB: many reads in, many partial writes out
-    params = StdioServerParameters(command=BRIDGE, env=bridge_env(dirs, MCP_MAX_CHARS="1000000"))
+    params = StdioServerParameters(command=BRIDGE, env=host_env(dirs, MCP_MAX_CHARS="1000000"))
     async with Client(params) as client:
         added = await client.call_tool(
             "mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo")])}
@@ -237,7 +222,7 @@ def test_while_serving_stdio_fd_0_reads_the_null_device_and_fd_1_writes_to_stder
     """So a stray print or an inherited descriptor can never reach the wire (as the SDK's stdio does)."""
     stderr_path = Path(dirs["MCP_WORKSPACE"]) / "bridge-stderr.log"
     with stderr_path.open("wb") as stderr:
-        proc = subprocess.Popen([BRIDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=bridge_env(dirs))
+        proc = subprocess.Popen([BRIDGE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=host_env(dirs))
     host = RawStdioHost(proc)
     try:
         initialized = host.request("initialize", initialize_params("2025-11-25"))
@@ -259,7 +244,7 @@ def test_while_serving_stdio_fd_0_reads_the_null_device_and_fd_1_writes_to_stder
 def test_a_terminal_on_stdout_is_served_through_the_sdk_stdio(dirs: dict[str, str]) -> None:
     controller, terminal = pty.openpty()
     tty.setraw(terminal)  # the line discipline must not turn "\n" into "\r\n"
-    proc = subprocess.Popen([BRIDGE], stdin=subprocess.PIPE, stdout=terminal, stderr=subprocess.DEVNULL, env=bridge_env(dirs))
+    proc = subprocess.Popen([BRIDGE], stdin=subprocess.PIPE, stdout=terminal, stderr=subprocess.DEVNULL, env=host_env(dirs))
     os.close(terminal)
     try:
         request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params("2025-11-25")}
@@ -283,34 +268,10 @@ def test_a_terminal_on_stdout_is_served_through_the_sdk_stdio(dirs: dict[str, st
     assert answer["result"]["protocolVersion"] == "2025-11-25"
 
 
-@contextmanager
-def http_bridge(dirs: dict[str, str], *args: str) -> Iterator[str]:
-    """Start `mcp-bridge --transport http --port 0` and yield the URL it logs once it is listening."""
-    proc = subprocess.Popen(
-        [BRIDGE, "--transport", "http", "--port", "0", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=bridge_env(dirs),
-        text=True,
-    )
-    try:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            match = re.search(r"serving Streamable HTTP at (http://\S+/mcp)", line)
-            if match:
-                break
-        else:
-            raise AssertionError(f"the bridge exited with {proc.wait()} before serving")
-        yield match.group(1)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 async def test_http_mode_serves_the_four_tools_at_exactly_mcp(dirs: dict[str, str]) -> None:
-    with http_bridge(dirs) as url:
-        assert url.startswith("http://127.0.0.1:")
-        async with Client(url) as client:
+    with http_bridge(host_env(dirs)) as served:
+        assert served.url.startswith("http://127.0.0.1:")
+        async with Client(served.url) as client:
             tools = await client.list_tools()
             added = await client.call_tool(
                 "mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo")])}
@@ -329,27 +290,15 @@ async def test_sigterm_stops_an_http_bridge_its_children_with_it_and_keeps_its_a
     """HTTP is served on the worker loop (no thread hop a call), so uvicorn no longer takes SIGTERM:
     the bridge does, and closes as on Ctrl-C."""
     marker = f"marker-{uuid.uuid4().hex}"
-    proc = subprocess.Popen(
-        [BRIDGE, "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=bridge_env(dirs), text=True,
-    )  # fmt: skip
-    try:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            if match := re.search(r"serving Streamable HTTP at (http://\S+/mcp)", line):
-                break
-        else:
-            raise AssertionError(f"the bridge exited with {proc.wait()} before serving")
-        async with Client(match.group(1)) as client:
+    with http_bridge(host_env(dirs)) as served:
+        async with Client(served.url) as client:
             echo = {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo"), marker])}
             assert not (await client.call_tool("mcp_add_server", echo)).is_error
             call = {"server": "echo", "tool_name": "echo", "arguments_json": '{"text": "hi"}'}
             assert call_text(await client.call_tool("mcp_call_tool", call)) == "hi"
         children = pids_with_marker(marker)
-        proc.send_signal(signal.SIGTERM)
-        exit_code = proc.wait(timeout=30)
-    finally:
-        proc.kill()
-        proc.wait()
+        served.proc.send_signal(signal.SIGTERM)
+        exit_code = served.proc.wait(timeout=30)
     assert children
     assert exit_code == 143
     assert wait_pids_gone(children, timeout=30) == set()
@@ -360,7 +309,7 @@ async def test_sigterm_stops_an_http_bridge_its_children_with_it_and_keeps_its_a
 def test_http_mode_refuses_a_public_bind_without_authentication(dirs: dict[str, str]) -> None:
     done = subprocess.run(
         [BRIDGE, "--transport", "http", "--host", "0.0.0.0", "--port", "0"],
-        env=bridge_env(dirs),
+        env=host_env(dirs),
         capture_output=True,
         text=True,
         timeout=60,
@@ -371,7 +320,7 @@ def test_http_mode_refuses_a_public_bind_without_authentication(dirs: dict[str, 
 
 def test_an_out_of_bounds_setting_stops_the_bridge_with_a_clear_message(dirs: dict[str, str]) -> None:
     done = subprocess.run(
-        [BRIDGE], env=bridge_env(dirs, MCP_TIMEOUT="0"), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        [BRIDGE], env=host_env(dirs, MCP_TIMEOUT="0"), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
     )
     assert done.returncode == 2
     assert "invalid configuration" in done.stderr and "timeout" in done.stderr
@@ -384,7 +333,7 @@ def test_an_out_of_bounds_setting_stops_the_bridge_with_a_clear_message(dirs: di
 
 
 def test_initialize_after_server_discover_on_one_stdio_connection_is_served(dirs: dict[str, str]) -> None:
-    with stdio_bridge(bridge_env(dirs)) as peer:
+    with stdio_bridge(host_env(dirs)) as peer:
         discovered = peer.result("server/discover", {"_meta": modern_meta("claude-code")})
         initialized = peer.handshake("2025-11-25", "claude-code")
         tools = peer.result("tools/list")["tools"]
@@ -396,7 +345,7 @@ def test_initialize_after_server_discover_on_one_stdio_connection_is_served(dirs
 
 
 def test_a_2026_request_sent_just_before_the_late_initialize_is_answered_first(dirs: dict[str, str]) -> None:
-    with stdio_bridge(bridge_env(dirs)) as peer:
+    with stdio_bridge(host_env(dirs)) as peer:
         meta = modern_meta("claude-code")
         peer.send({"jsonrpc": "2.0", "id": "modern", "method": "tools/list", "params": {"_meta": meta}})
         peer.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": initialize_params("2025-06-18")})
@@ -407,7 +356,7 @@ def test_a_2026_request_sent_just_before_the_late_initialize_is_answered_first(d
 
 
 def test_a_cancelled_2026_call_does_not_hold_up_the_late_initialize(dirs: dict[str, str]) -> None:
-    with stdio_bridge(bridge_env(dirs)) as peer:
+    with stdio_bridge(host_env(dirs)) as peer:
         meta = modern_meta("claude-code")
         echo = {"name": "echo", "command": sys.executable, "args_json": json.dumps([fixture_path("echo")])}
         peer.result("tools/call", {"name": "mcp_add_server", "arguments": echo, "_meta": meta})
@@ -424,7 +373,7 @@ def test_a_cancelled_2026_call_does_not_hold_up_the_late_initialize(dirs: dict[s
 
 
 def test_a_handshake_era_connection_still_refuses_a_2026_request(dirs: dict[str, str]) -> None:
-    with stdio_bridge(bridge_env(dirs)) as peer:
+    with stdio_bridge(host_env(dirs)) as peer:
         peer.handshake("2025-11-25")
         refused = peer.request("tools/list", {"_meta": modern_meta()})
     assert refused["error"]["code"] == -32600
@@ -450,7 +399,7 @@ def direct_tools(command: list[str]) -> dict[str, dict[str, object]]:
 def test_a_task_only_downstream_tool_runs_as_a_task_relaying_its_progress(dirs: dict[str, str]) -> None:
     everything = ["/usr/bin/node", str(EVERYTHING), "stdio"]
     sent = direct_tools(everything)["simulate-research-query"]
-    with stdio_bridge(bridge_env(dirs, MCP_TIMEOUT="60")) as peer:
+    with stdio_bridge(host_env(dirs, MCP_TIMEOUT="60")) as peer:
         peer.handshake()
         added = {"name": "everything", "command": everything[0], "args_json": json.dumps(everything[1:])}
         assert peer.result("tools/call", {"name": "mcp_add_server", "arguments": added})["isError"] is False

@@ -9,20 +9,13 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bridge_proc import BRIDGE, StdioPeer, host_env, workdirs
+from bridge_proc import BRIDGE, StdioPeer, host_env
 
 import bridge
-
-
-@pytest.fixture
-def dirs() -> Iterator[dict[str, str]]:
-    with workdirs() as made:
-        yield made
 
 
 def start(env: dict[str, str], *args: str, cwd: str | None = None) -> subprocess.Popen[bytes]:

@@ -11,13 +11,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import pytest
-from bridge_proc import BRIDGE, FOUR_TOOLS, HttpBridge, host_env, http_bridge, workdirs
+from bridge_proc import BRIDGE, FOUR_TOOLS, HttpBridge, host_env, http_bridge
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -45,12 +43,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-@pytest.fixture
-def dirs() -> Iterator[dict[str, str]]:
-    with workdirs() as made:
-        yield made
 
 
 def owner_reading(running: list[HttpBridge], state_dir: Path) -> Owner:
