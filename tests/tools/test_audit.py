@@ -19,6 +19,11 @@ SECRET = "s3cr3t-header-value-never-logged"
 ARGUMENT = "argument-value-never-logged"
 
 
+def entry(call_id: str, time: datetime | None = None) -> AuditEntry:
+    """One finished call, as the log's own tests write them."""
+    return AuditEntry(time=time or datetime.now(UTC), call_id=call_id, tool="t", duration_ms=1, outcome="ok")
+
+
 def lines(dirs: BridgeDirs) -> list[dict]:
     return [json.loads(line) for line in (dirs.state / "audit" / FILE_NAME).read_text().splitlines()]
 
@@ -97,9 +102,7 @@ def test_export_takes_a_time_range_and_skips_a_torn_line(bridge_dirs: BridgeDirs
     log = AuditLog(bridge_dirs.state / "audit", max_bytes=1_000_000, backups=1)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     for hour in range(5):
-        log.record(
-            AuditEntry(time=start + timedelta(hours=hour), call_id=str(hour), tool="t", duration_ms=1, outcome="ok")
-        )
+        log.record(entry(str(hour), start + timedelta(hours=hour)))
     log.close()
     with (bridge_dirs.state / "audit" / FILE_NAME).open("a") as torn:
         torn.write('{"time": "2026-01-01T0')
@@ -133,34 +136,16 @@ def test_a_burst_of_calls_is_appended_under_one_lock_not_one_each(
     monkeypatch.setattr(audit.portalocker, "Lock", counting_lock)
     log = AuditLog(bridge_dirs.state / "audit", max_bytes=1_000_000, backups=1)
     for index in range(50):
-        log.record(
-            AuditEntry(
-                time=datetime.now(UTC),
-                call_id=str(index),
-                tool="t",
-                duration_ms=1,
-                outcome="ok",
-            )
-        )
+        log.record(entry(str(index)))
     log.close()
     assert [entry["call_id"] for entry in read_entries(bridge_dirs.state / "audit")] == [str(i) for i in range(50)]
     assert 1 <= len(taken) <= 5
 
 
-def test_a_batch_that_crosses_the_size_bound_rotates_in_its_middle(
-    bridge_dirs: BridgeDirs,
-) -> None:
+def test_a_batch_that_crosses_the_size_bound_rotates_in_its_middle(bridge_dirs: BridgeDirs) -> None:
     log = AuditLog(bridge_dirs.state / "audit", max_bytes=1_000, backups=5)
     for index in range(20):  # ~150 bytes each, all in one batch: three files or more
-        log.record(
-            AuditEntry(
-                time=datetime.now(UTC),
-                call_id=str(index),
-                tool="t",
-                duration_ms=1,
-                outcome="ok",
-            )
-        )
+        log.record(entry(str(index)))
     log.close()
     files = list((bridge_dirs.state / "audit").glob(f"{FILE_NAME}*"))
     assert len(files) >= 3 and all(path.stat().st_size <= 1_000 for path in files)
