@@ -5,9 +5,10 @@ Python MCP server and an `npx` server with a warm cache. The npx server's defaul
 registry-only through the proxy and the in-sandbox forwarder, which the deny row leaves out.
 
 Then the new sandbox's parts, each row the deny launch with parts taken away (argv variants of the
-same launch, so the differences are what the parts cost): the root bridge's pids cgroup, the
-placeholders, the `/bin/sh` that opens the seccomp program as fd 3 and the `prlimit` exec; and,
-alone, a shell joining a fresh pids cgroup against one that does not.
+same launch, so the differences are what the parts cost): the root bridge's pids cgroup (joined
+while bwrap waits at the gate, so its ~10 ms overlap bwrap's setup) and the placeholders; and,
+alone, a shell joining a fresh pids cgroup against one that does not: what the join would cost
+in front of bwrap.
 
     .venv/bin/python bench/bench_sandbox.py [--runs 10] [--no-npx]
 
@@ -37,12 +38,11 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sandbox import FilteringProxy, Launch, SandboxConfig, finish_launch, prepare_launch  # noqa: E402
+from sandbox import FilteringProxy, Gate, Launch, SandboxConfig, finish_launch, prepare_launch  # noqa: E402
 from sandbox.bubblewrap import bwrap_argv  # noqa: E402
 from sandbox.command import resolve_command  # noqa: E402
 from sandbox.homes import EMPTY_DIR, EMPTY_FILE  # noqa: E402
 from sandbox.launch import _pids_cgroup_base  # noqa: E402
-from sandbox.limits import PRLIMIT  # noqa: E402
 from sandbox.network import NetworkSetting  # noqa: E402
 
 TINY = REPO / "tests" / "servers" / "tiny_stdio.py"
@@ -54,12 +54,16 @@ INITIALIZE = json.dumps({
 }) + "\n"  # fmt: skip
 
 
-def time_to_initialize(argv: list[str], env: dict[str, str], cwd: str, pass_fds: tuple[int, ...] = ()) -> float:
-    """Milliseconds from spawn to the first line the server writes in answer to `initialize`."""
+def time_to_initialize(argv: list[str], env: dict[str, str], cwd: str, gate: Gate | None = None) -> float:
+    """Milliseconds from spawn to the first line the server writes in answer to `initialize`
+    (a gated launch let go as the bridge does: after the spawn, before the first write)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=pass_fds
-    )
+        argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        pass_fds=gate.child_fds if gate else (),
+    )  # fmt: skip
+    if gate is not None:
+        gate.release(proc.pid)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(INITIALIZE.encode())
     proc.stdin.flush()
@@ -100,23 +104,27 @@ def main() -> int:
     npm_cache = root / "npm-cache"  # one warm cache for every variant, writable by each
     npm_cache.mkdir()
     shared = {"npm_config_cache": str(npm_cache), "npm_config_prefer_offline": "true"}
-    servers: dict[str, tuple[str, list[str]]] = {"python tiny": (python, ["-I", str(TINY)])}
+    cache_root = (str(npm_cache),)  # a second writable root: 17 more placeholders
+    servers: dict[str, tuple[str, list[str], tuple[str, ...]]] = {
+        "python tiny, the workspace writable (17 placeholders)": (python, ["-I", str(TINY)], ()),
+        "python tiny, plus one write path (34 placeholders)": (python, ["-I", str(TINY)], cache_root),
+    }
     if not options.no_npx and shutil.which("npx"):
-        servers["npx everything (warm)"] = ("npx", ["-y", NPX_PACKAGE])
+        servers["npx everything (warm), its cache a write path"] = ("npx", ["-y", NPX_PACKAGE], cache_root)
     proxy = FilteringProxy()
     try:
         with start_blocking_portal() as portal:
             task, _ = portal.start_task(proxy.serve)
             try:
-                for name, (command, args) in servers.items():
-                    variants = variants_for(config, command, args, shared, portal, proxy)
+                for name, (command, args, write_paths) in servers.items():
+                    variants = variants_for(config, command, args, write_paths, shared, portal, proxy)
                     variants["new sandbox"]()  # warm: the npx cache, the page cache, the chain cache
                     samples: dict[str, list[float]] = {v: [] for v in variants}
                     for _ in range(options.runs):
                         for variant, run in variants.items():  # interleaved, so drift hits all
                             samples[variant].append(run())
                     report(name, samples)
-                    print(f"  prepare_launch + finish_launch (new, not in the above): {prepare_cost(config, command, args, shared):.1f} ms")
+                    print(f"  prepare_launch + finish_launch (new, not in the above): {prepare_cost(config, command, args, write_paths, shared):.1f} ms")
             finally:
                 task.cancel()
     finally:
@@ -126,22 +134,22 @@ def main() -> int:
 
 
 def variants_for(
-    config: SandboxConfig, command: str, args: list[str], shared: dict[str, str], portal: BlockingPortal, proxy: FilteringProxy
+    config: SandboxConfig, command: str, args: list[str], write_paths: tuple[str, ...], shared: dict[str, str],
+    portal: BlockingPortal, proxy: FilteringProxy,
 ) -> dict[str, Callable[[], float]]:
-    npm_cache = Path(shared["npm_config_cache"])
     def new(network: NetworkSetting | None = None) -> float:
         launch = prepare_launch(command, args, cwd=config.workspace, server_env=shared, network=network,
-                                write_paths=(str(npm_cache),), config=config, server_name="bench")  # fmt: skip
+                                write_paths=write_paths, config=config, server_name="bench")  # fmt: skip
         if launch.proxy is not None:
             portal.call(proxy.listen, launch.proxy)
         try:
-            return time_to_initialize([launch.command, *launch.args], launch.env, launch.cwd)
+            return time_to_initialize([launch.command, *launch.args], launch.env, launch.cwd, launch.gate)
         finally:
             finish_launch(launch)
 
     def old() -> float:
         launch = prepare_launch(command, args, cwd=config.workspace, server_env=shared, network="deny",
-                                write_paths=(str(npm_cache),), config=config, server_name="bench")  # fmt: skip
+                                write_paths=write_paths, config=config, server_name="bench")  # fmt: skip
         try:
             env = launch.env | {"HOME": os.environ["HOME"]}
             argv = [resolve_command(command, path_env=launch.env["PATH"]), *args]
@@ -154,24 +162,14 @@ def variants_for(
                                 write_paths=(), config=dataclasses.replace(config, backend="none"))  # fmt: skip
         return time_to_initialize([launch.command, *launch.args], launch.env, launch.cwd)
 
-    def part(strip: Callable[[list[str]], list[str]], direct: bool = False) -> Callable[[], float]:
-        """The deny launch without the pids cgroup, its argv further stripped; `direct`: bwrap is
-        spawned itself, given the seccomp program as fd 3 (what the `/bin/sh` prelude does)."""
+    def part(strip: Callable[[list[str]], list[str]]) -> Callable[[], float]:
+        """The deny launch without the pids cgroup, its argv further stripped."""
         def run() -> float:
             launch = prepare_launch(command, args, cwd=config.workspace, server_env=shared, network="deny",
-                                    write_paths=(str(npm_cache),), config=dataclasses.replace(config, pids_cgroup=False),
+                                    write_paths=write_paths, config=dataclasses.replace(config, pids_cgroup=False),
                                     server_name="bench")  # fmt: skip
-            argv = strip([launch.command, *launch.args])
             try:
-                if not direct:
-                    return time_to_initialize(argv, launch.env, launch.cwd)
-                fd = os.open(launch.args[2], os.O_RDONLY)  # the prelude's $0: the seccomp program
-                try:
-                    at = argv.index("--seccomp") + 1
-                    argv[at] = str(fd)  # fd 3 may be taken here (the event loop of the portal)
-                    return time_to_initialize(argv, launch.env, launch.cwd, pass_fds=(fd,))
-                finally:
-                    os.close(fd)
+                return time_to_initialize(strip([launch.command, *launch.args]), launch.env, launch.cwd, launch.gate)
             finally:
                 finish_launch(launch)
         return run
@@ -180,7 +178,6 @@ def variants_for(
         "none": none, "old sandbox": old, "new, deny": lambda: new("deny"), "new sandbox": new,
         "deny - cgroup": part(lambda argv: argv),
         "deny - cgroup - placeholders": part(without_placeholders),
-        "deny - cgroup - sh - prlimit": part(lambda argv: without_prlimit(from_bwrap(argv)), direct=True),
     }  # fmt: skip
     if os.geteuid() == 0 and (base := _pids_cgroup_base()) is not None:
         variants["sh joining a pids cgroup"] = lambda: join_cgroup(base, True)
@@ -200,16 +197,6 @@ def without_placeholders(argv: list[str]) -> list[str]:
     return out
 
 
-def from_bwrap(argv: list[str]) -> list[str]:
-    """The argv the `/bin/sh` prelude execs."""
-    return argv[next(i for i, arg in enumerate(argv) if Path(arg).name == "bwrap") :]
-
-
-def without_prlimit(argv: list[str]) -> list[str]:
-    start = argv.index(PRLIMIT)
-    return argv[:start] + argv[argv.index("--", start) + 1 :]
-
-
 def join_cgroup(base: Path, join: bool) -> float:
     """Milliseconds for a `/bin/sh` to start, make a pids cgroup and (with `join`) move into it."""
     cgroup = base / f"mcp-bench-{os.getpid()}-{next(_cgroup_ids)}"
@@ -221,13 +208,15 @@ def join_cgroup(base: Path, join: bool) -> float:
     return elapsed
 
 
-def prepare_cost(config: SandboxConfig, command: str, args: list[str], shared: dict[str, str]) -> float:
+def prepare_cost(
+    config: SandboxConfig, command: str, args: list[str], write_paths: tuple[str, ...], shared: dict[str, str]
+) -> float:
     """Median ms of the bridge-side work of one new launch: policy, home, files, placeholders."""
     times = []
     for _ in range(20):
         start = time.perf_counter()
         launch = prepare_launch(command, args, cwd=config.workspace, server_env=shared, network=None,
-                                write_paths=(shared["npm_config_cache"],), config=config, server_name="bench")  # fmt: skip
+                                write_paths=write_paths, config=config, server_name="bench")  # fmt: skip
         finish_launch(launch)
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times)
@@ -244,7 +233,6 @@ def report(name: str, samples: dict[str, list[float]]) -> None:
     if "sh joining a pids cgroup" in medians:
         print(f"  (a shell joining one alone: {medians['sh joining a pids cgroup'] - medians['sh not joining one']:+.1f})", end="")
     print(f"\n  placeholders: {medians['deny - cgroup'] - medians['deny - cgroup - placeholders']:+.1f}")
-    print(f"  sh + prlimit: {medians['deny - cgroup'] - medians['deny - cgroup - sh - prlimit']:+.1f}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Layout: `policy` (data: what a child may do), `bubblewrap` and `seatbelt` (pure renderers of a
 policy into argv), `environment` (the scrubbed child environment), `probe` (which backend works
 here), `command` (how a command becomes the absolute program to run), `launch` (the impure
-part; the bridge spawns the returned `Launch` itself). Around them: `programs` (a command's interpreter chain and
+part; the bridge spawns the returned `Launch` itself, then lets it go through its `gate`, which
+sets the limits while bwrap waits). Around them: `programs` (a command's interpreter chain and
 `check_runnable`), `repos` (git dirs in writable roots), `homes` (private homes), `placeholders`
 (the per-bridge ledger of placeholders made on disk, swept once their bridge died), `network` and
 `proxy` (registry-only or listed hosts through a filtering proxy; `forwarder` relays inside the
@@ -14,6 +15,7 @@ sandbox), `seccomp`, `limits` (with `rlimit_exec`, the script that sets them on 
 from sandbox.command import CommandNotFound, resolve_command
 from sandbox.denials import explain_exit, explain_network, explain_path
 from sandbox.errors import InvalidWorkspace, NotRunnable, SandboxUnavailable
+from sandbox.gate import Gate, GateFailed
 from sandbox.homes import home_path, remove_home
 from sandbox.launch import (
     Launch,
@@ -31,7 +33,7 @@ from sandbox.limits import Limits
 from sandbox.proxy import FilteringProxy, ProxyRoute
 
 __all__ = [
-    "CommandNotFound", "FilteringProxy", "InvalidWorkspace", "Launch", "Limits", "NotRunnable",
+    "CommandNotFound", "FilteringProxy", "Gate", "GateFailed", "InvalidWorkspace", "Launch", "Limits", "NotRunnable",
     "Plan", "ProxyRoute", "SandboxConfig", "SandboxUnavailable", "check_runnable", "explain_exit",
     "explain_network", "explain_path", "finish_launch", "home_path", "new_repositories",
     "plan_launch", "prepare_launch", "probe", "remove_home", "resolve_command", "sweep_leftovers",

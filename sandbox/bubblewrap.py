@@ -11,7 +11,8 @@ What the child gets:
 - write access only to the workspace, the private home and the capability write roots;
 - git dirs and config paths in writable roots read-only (absent ones held by an empty read-only
   mount point), secrets masked (dirs: empty, mode 0000, read-only tmpfs; files: /dev/null);
-- a seccomp filter refusing AF_UNIX sockets and io_uring, and per-child resource limits;
+- a seccomp filter refusing AF_UNIX sockets and io_uring; given `info_fd` and `block_fd`, bwrap
+  waits after its setup while the bridge sets the per-child limits (`gate.py`);
 - with a `proxy` network: no network but loopback, where `forwarder.py` listens and relays to the
   bridge's filtering proxy through one Unix socket bound in at `/run/mcp-bridge/proxy.sock`.
 
@@ -28,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.limits import Limits
 from sandbox.policy import PRIVATE_MOUNTS, Policy, within
 
 BWRAP = "/usr/bin/bwrap"
@@ -124,11 +124,9 @@ def mount_args(policy: Policy, forwarder: Forwarder | None = None) -> list[str]:
     return args
 
 
-def inner_argv(
-    policy: Policy, argv: Sequence[str], *, seccomp_fd: int | None, limits: Limits | None, forwarder: Forwarder | None
-) -> list[str]:
-    """What bwrap runs: the command under `prlimit`, behind the forwarder when proxied."""
-    command = [*(limits.prlimit_args() if limits else []), *argv]
+def inner_argv(policy: Policy, argv: Sequence[str], *, seccomp_fd: int | None, forwarder: Forwarder | None) -> list[str]:
+    """What bwrap runs: the command, behind the forwarder when proxied."""
+    command = list(argv)
     if policy.network != "proxy" or forwarder is None:
         return command
     fd = str(seccomp_fd) if seccomp_fd is not None else "-"
@@ -143,18 +141,22 @@ def bwrap_argv(
     cwd: Path,
     bwrap: str = BWRAP,
     seccomp_fd: int | None = None,
-    limits: Limits | None = None,
+    gate_fds: tuple[int, int] | None = None,
     forwarder: Forwarder | None = None,
 ) -> list[str]:
-    """The full argv: `bwrap`, its flags in mount order, `--`, then the child's absolute argv."""
+    """The full argv: `bwrap`, its flags in mount order, `--`, then the child's absolute argv.
+
+    `gate_fds`: (info, block), bwrap's `--info-fd` and `--block-fd` (see `gate.py`)."""
     proxied = policy.network == "proxy" and forwarder is not None
     seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None and not proxied else []
+    gate = ["--info-fd", str(gate_fds[0]), "--block-fd", str(gate_fds[1])] if gate_fds else []
     return [
         bwrap,
+        *gate,
         *namespace_args(as_root=policy.as_root, allow_network=policy.network == "allow"),
         *system_mount_args(policy.run_binds),
         *mount_args(policy, forwarder),
         *seccomp,
         "--chdir", str(cwd),
-        "--", *inner_argv(policy, argv, seccomp_fd=seccomp_fd, limits=limits, forwarder=forwarder),
+        "--", *inner_argv(policy, argv, seccomp_fd=seccomp_fd, forwarder=forwarder),
     ]  # fmt: skip

@@ -1,16 +1,17 @@
 """Launch a stdio child: `prepare_launch` wraps its argv in the sandbox backend that works here.
 
-The impure module of the package (with `placeholders`): it reads the bridge's environment, probes
-the backend, creates the state dir (a mask can only hide what exists), the server's private home,
-the seccomp program file and on Linux the placeholders (recorded in this bridge's ledger), counts
-the placeholder mount points children hold, and on macOS creates the child's private temp dir.
+The impure module of the package (with `placeholders` and `gate`): it reads the bridge's
+environment, probes the backend, creates the state dir (a mask can only hide what exists), the
+server's private home, the seccomp program file and on Linux the placeholders (recorded in this
+bridge's ledger), the gate's fds and a root bridge's pids cgroup, counts the placeholder mount
+points children hold, and on macOS creates the child's private temp dir.
 `finish_launch` undoes what a launch left on disk once the child ended; `sweep_leftovers` (at
 bridge start) removes what a bridge that died left: placeholders and pids cgroups.
 
-On Linux the spawn is `/bin/sh -c 'exec "$@" 3<"$0"' PROGRAM bwrap ...`: the shell only opens the
-seccomp program as fd 3 for `bwrap --seccomp 3` (the script is constant; every path is a
-positional parameter), so the bridge needs no `pass_fds`. A root bridge's children are host uid 0,
-which the kernel exempts from RLIMIT_NPROC, so there the shell first joins a `pids` cgroup.
+On Linux the spawn is bwrap itself, held by a `Gate` (`gate.py`): the caller spawns with
+`pass_fds=launch.pass_fds` and then calls `launch.gate.release(pid)` (in a thread), which sets the
+child's limits and, for a root bridge, whose children are host uid 0 and exempt from RLIMIT_NPROC,
+moves it into a `pids` cgroup made here, before bwrap forks the command.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sandbox.bubblewrap import PROXY_PORT, Forwarder, bwrap_argv
 from sandbox.command import CommandNotFound, resolve_command
 from sandbox.environment import DEFAULT_PATH, child_environment
 from sandbox.errors import InvalidWorkspace, NotRunnable, SandboxUnavailable
+from sandbox.gate import Gate, open_gate
 from sandbox.homes import EMPTY_DIR, EMPTY_FILE, default_homes_dir, ensure_home, home_environment, home_path
 from sandbox.limits import Limits
 from sandbox.network import NetworkSetting, effective_network, is_package_launcher, normalize_hosts, registry_hosts
@@ -58,15 +60,8 @@ log = logging.getLogger("mcp_bridge.sandbox")
 
 CHILD_TMP_LINUX = "/tmp"  # bwrap mounts a private tmpfs there
 CHILD_TMP_PARENT_DARWIN = "/private/tmp"
-SHELL = "/bin/sh"
-OPEN_FD3 = 'exec "$@" 3<"$0"'
-# $1: a new cgroup dir, $2: its pids.max; made at spawn so a launch never spawned leaves nothing
-JOIN_CGROUP_OPEN_FD3 = (
-    'mkdir "$1" && echo "$2" > "$1/pids.max" && echo $$ > "$1/cgroup.procs" && shift 2 && exec "$@" 3<"$0"'
-)
 CGROUP_REMOVE_TRIES, CGROUP_REMOVE_WAIT_S = 100, 0.01
 PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # v1, then v2
-SECCOMP_FD = 3
 FORWARDER = Path(__file__).with_name("forwarder.py")
 PROXY_ENV_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
                    "npm_config_https_proxy", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY")  # fmt: skip
@@ -81,7 +76,8 @@ class SandboxConfig:
     homes live (default `$XDG_DATA_HOME/mcp-bridge/homes`). `proxy_dir`: where the filtering
     proxy's sockets go (default `/tmp/mcp-bridge-<uid>`; keep it short, socket paths are capped).
     `pids_cgroup`: a root bridge enforces `limits.processes` with a pids cgroup per child (the
-    kernel exempts host uid 0 from RLIMIT_NPROC); joining one costs ~10 ms on cgroup v1.
+    kernel exempts host uid 0 from RLIMIT_NPROC); joining one waits ~10 ms on cgroup v1, which the
+    gate overlaps with bwrap's setup.
     """
 
     backend: Literal["auto", "bubblewrap", "seatbelt", "none"]
@@ -116,6 +112,7 @@ class Launch:
     """What to spawn: an absolute command, its args, the full child environment and cwd.
 
     `proxy`: the route the bridge's `FilteringProxy.listen` must serve before the spawn.
+    `gate`: on Linux, spawn with `pass_fds`, then `gate.release(pid)`; the child runs only then.
     `placeholders`, `cleanup_paths`: what `finish_launch` removes when the child has ended.
     """
 
@@ -132,6 +129,11 @@ class Launch:
     started: float = 0.0  # monotonic; proxy denials since then are this child's
     cgroup: Path | None = None  # a root bridge's pids cgroup for this child
     ledger: Ledger | None = None  # where a Linux launch recorded its placeholders and mounts
+    gate: Gate | None = None
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return self.gate.child_fds if self.gate is not None else ()
 
 
 def prepare_launch(
@@ -193,21 +195,22 @@ def prepare_launch(
     started = time.monotonic()
     if backend.name == "bubblewrap":
         env = make_env(tmpdir=CHILD_TMP_LINUX)
+        processes = config.limits.processes if as_root and config.pids_cgroup else None
+        base = _pids_cgroup_base() if processes else None
+        cgroup = _make_cgroup(base, processes) if base and processes else None
+        try:
+            gate = open_gate(_seccomp_file(homes_dir), config.limits, cgroup)
+        except OSError:
+            if cgroup is not None:
+                _remove_cgroup(cgroup)
+            raise
         argv = bwrap_argv(
-            policy, [plan.executable, *args], cwd=cwd, bwrap=backend.tool, seccomp_fd=SECCOMP_FD,
-            limits=config.limits, forwarder=_forwarder() if proxy else None,
+            policy, [plan.executable, *args], cwd=cwd, bwrap=backend.tool, seccomp_fd=gate.seccomp_fd,
+            gate_fds=gate.bwrap_fds, forwarder=_forwarder() if proxy else None,
         )  # fmt: skip
-        program = str(_seccomp_file(homes_dir))
-        wants_cgroup = as_root and config.pids_cgroup and config.limits.processes
-        base = _pids_cgroup_base() if wants_cgroup else None
-        cgroup = base / f"mcp-bridge-{os.getpid()}-{next(_cgroup_ids)}" if base else None
-        if cgroup is None:
-            shell_args = ["-c", OPEN_FD3, program, *argv]
-        else:
-            shell_args = ["-c", JOIN_CGROUP_OPEN_FD3, program, str(cgroup), str(config.limits.processes), *argv]
         return Launch(
-            SHELL, shell_args, env, str(cwd), backend=backend.name, policy=policy, proxy=proxy,
-            placeholders=held, limits=config.limits, started=started, cgroup=cgroup, ledger=ledger,
+            argv[0], argv[1:], env, str(cwd), backend=backend.name, policy=policy, proxy=proxy,
+            placeholders=held, limits=config.limits, started=started, cgroup=cgroup, ledger=ledger, gate=gate,
             cleanup_paths=(cgroup,) if cgroup else (),  # a bridge that only rmtree()s still frees it
         )  # fmt: skip
 
@@ -278,6 +281,8 @@ def finish_launch(launch: Launch) -> None:
     removing one another child (of this bridge or another) still holds would detach that child's
     read-only mount. The ledger knows both.
     """
+    if launch.gate is not None:
+        launch.gate.close()
     with _held_lock:
         for path in launch.placeholders:
             count = _held.get(path, 0) - 1
@@ -409,6 +414,22 @@ def _pids_cgroup_base() -> Path | None:
         return base
     log.warning("as root the process limit needs a pids cgroup and none could be made: not enforced")
     return None
+
+
+def _make_cgroup(base: Path, processes: int) -> Path:
+    """A fresh pids cgroup for one child, bounded to `processes` (the gate moves the child in)."""
+    cgroup = base / f"mcp-bridge-{os.getpid()}-{next(_cgroup_ids)}"
+    try:
+        cgroup.mkdir()
+        (cgroup / "pids.max").write_text(f"{processes}\n")
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            cgroup.rmdir()
+        raise SandboxUnavailable(
+            f"cannot make the pids cgroup {cgroup} that bounds a root bridge's child: {exc.strerror}; "
+            "set MCP_SANDBOX_PIDS_CGROUP=false to go without the process limit"
+        ) from None
+    return cgroup
 
 
 def _remove_cgroup(path: Path) -> None:

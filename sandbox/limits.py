@@ -1,15 +1,16 @@
 """Resource limits for one child: memory, processes, file size and open files.
 
-Applied inside the sandbox by `prlimit` (util-linux) just before the command, so bwrap itself is
-not limited; the limits pass down to everything the command starts. The process limit counts the
-processes of the child's user in its own user namespace, i.e. this sandbox only.
+On Linux set with prlimit(2) on bwrap's sandbox process while `gate.py` holds it, before it forks
+the command; the limits pass down to everything the command starts. The process limit counts the
+processes of the child's user in its own user namespace, i.e. this sandbox only (but a root bridge's
+children are host uid 0, which the kernel exempts: there a pids cgroup bounds them).
 """
 
 from __future__ import annotations
 
+import resource
 from dataclasses import dataclass
 
-PRLIMIT = "/usr/bin/prlimit"
 GIB = 1 << 30
 
 
@@ -22,13 +23,12 @@ class Limits:
     file_bytes: int | None = 1 * GIB
     open_files: int | None = 4096
 
-    def prlimit_args(self) -> list[str]:
-        """`prlimit --as=... --nproc=... --fsize=... --nofile=... --`, or [] when all are off."""
+    def rlimits(self) -> list[tuple[int, int]]:
+        """(resource.RLIMIT_*, value) for each bound that is on."""
         pairs = (
-            ("--as", self.memory_bytes),
-            ("--nproc", self.processes),
-            ("--fsize", self.file_bytes),
-            ("--nofile", self.open_files),
+            (resource.RLIMIT_AS, self.memory_bytes),
+            (resource.RLIMIT_NPROC, self.processes),
+            (resource.RLIMIT_FSIZE, self.file_bytes),
+            (resource.RLIMIT_NOFILE, self.open_files),
         )
-        flags = [f"{flag}={value}" for flag, value in pairs if value is not None]
-        return [PRLIMIT, *flags, "--"] if flags else []
+        return [(kind, value) for kind, value in pairs if value is not None]

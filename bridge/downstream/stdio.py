@@ -39,6 +39,8 @@ from bridge.models import StdioServerSpec
 from sandbox import (
     CommandNotFound,
     FilteringProxy,
+    Gate,
+    GateFailed,
     Launch,
     Plan,
     SandboxConfig,
@@ -224,7 +226,7 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
         try:
             process = await anyio.open_process(
                 [launch.command, *launch.args], stdin=child_stdin, stdout=child_stdout, env=launch.env,
-                cwd=launch.cwd, start_new_session=True,
+                cwd=launch.cwd, start_new_session=True, pass_fds=launch.pass_fds,
             )  # fmt: skip
         except BaseException:
             os.close(stdin_fd)
@@ -233,6 +235,8 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
         finally:
             os.close(child_stdin)
             os.close(child_stdout)
+        if launch.gate is not None:
+            await _release(launch.gate, process, (stdin_fd, stdout_fd), spec.command)
     except OSError as exc:
         await _finish(connection, launch)
         raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
@@ -311,6 +315,24 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
                 await child.stop(graceful=graceful)
                 await _finish(connection, launch)
             tg.cancel_scope.cancel()
+
+
+async def _release(gate: Gate, process: Process, pipes: tuple[int, int], command: str) -> None:
+    """Bound the held child and let it run (in a thread: a root bridge's cgroup join waits ~10 ms,
+    while bwrap sets up). Shielded: a held child is always either let go or killed."""
+    try:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(gate.release, process.pid)
+    except BaseException as exc:
+        for fd in pipes:
+            os.close(fd)
+        with suppress(ProcessLookupError):
+            process.kill()  # already dead when the gate failed; not when the gate itself broke
+        with anyio.move_on_after(CLOSE_GRACE_S, shield=True):
+            await process.aclose()
+        if isinstance(exc, GateFailed):
+            raise BridgeError("spawn_failed", f"Cannot start {command} in the sandbox: {exc.strerror}", command=command) from None
+        raise
 
 
 async def _finish(connection: Connection, launch: Launch) -> None:

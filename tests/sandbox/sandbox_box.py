@@ -38,6 +38,15 @@ def bwrap_problem() -> str | None:
     return f"bwrap does not work here: {problem}" if problem else None
 
 
+def spawn(launch: Launch, **popen: Any) -> subprocess.Popen[Any]:
+    """Spawn a launch the way the bridge does: its gate's fds passed, then the held child let go."""
+    proc = subprocess.Popen([launch.command, *launch.args], env=get_default_environment() | launch.env,
+                            cwd=launch.cwd, pass_fds=launch.pass_fds, **popen)  # fmt: skip
+    if launch.gate is not None:
+        launch.gate.release(proc.pid)
+    return proc
+
+
 def visible_python() -> str:
     """An interpreter the sandbox can run: /root is masked when the fake HOME is not /root."""
     for candidate in (os.path.realpath(sys.executable), "/usr/bin/python3", "/usr/local/bin/python3"):
@@ -101,17 +110,15 @@ class Box:
     def run(self, launch: Launch, timeout: float = 30, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         """Spawn the way the MCP SDK does (its default env merged under ours), then finish."""
         try:
-            return subprocess.run(
-                [launch.command, *launch.args],
-                env=get_default_environment() | launch.env,
-                cwd=launch.cwd,
-                input=stdin,
-                stdin=None if stdin is not None else subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
+            stdin_from = subprocess.PIPE if stdin is not None else subprocess.DEVNULL
+            proc = spawn(launch, stdin=stdin_from, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                out, err = proc.communicate(stdin, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
         finally:
             finish_launch(launch)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox.bubblewrap import Forwarder, bwrap_argv
-from sandbox.limits import Limits
 from sandbox.policy import Mask, Placeholder, Policy
 
 WS = Path("/srv/ws")
@@ -129,11 +128,10 @@ def test_private_home_hides_the_real_home_and_shows_the_workspace_and_programs_t
     ]  # fmt: skip
 
 
-def test_limits_wrap_the_command_in_prlimit() -> None:
-    argv = bwrap_argv(Policy(workspace=WS), ["/bin/srv"], cwd=WS, limits=Limits(open_files=None))
-    assert argv[argv.index("--") + 1:] == [
-        "/usr/bin/prlimit", "--as=2147483648", "--nproc=512", "--fsize=1073741824", "--", "/bin/srv",
-    ]  # fmt: skip
+def test_gate_fds_come_first_and_the_command_runs_bare() -> None:
+    argv = bwrap_argv(Policy(workspace=WS), ["/bin/srv"], cwd=WS, gate_fds=(7, 9))
+    assert argv[1:5] == ["--info-fd", "7", "--block-fd", "9"]
+    assert argv[argv.index("--") + 1:] == ["/bin/srv"]  # the limits are set on bwrap's process (gate.py)
 
 
 def test_proxied_command_runs_behind_the_forwarder_which_applies_seccomp_itself() -> None:

@@ -306,14 +306,17 @@ def test_child_dies_when_parent_dies(box: Box) -> None:
     launch = box.launch(box.python, ["-I", str(CHILD_PROBE), "heartbeat", str(beat)])
     parent_code = (
         "import json, subprocess, sys, time; a = json.loads(sys.argv[1]);"
-        "p = subprocess.Popen(a['argv'], env=a['env'], cwd=a['cwd']);"
+        "p = subprocess.Popen(a['argv'], env=a['env'], cwd=a['cwd'], pass_fds=a['fds']);"
         "print(p.pid, flush=True); time.sleep(60)"
     )
-    spec = json.dumps({"argv": [launch.command, *launch.args], "env": launch.env, "cwd": launch.cwd})
-    parent = subprocess.Popen([sys.executable, "-c", parent_code, spec], stdout=subprocess.PIPE, text=True)
+    spec = json.dumps({"argv": [launch.command, *launch.args], "env": launch.env, "cwd": launch.cwd, "fds": launch.pass_fds})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code, spec], stdout=subprocess.PIPE, text=True, pass_fds=launch.pass_fds
+    )
     try:
-        assert parent.stdout is not None
+        assert parent.stdout is not None and launch.gate is not None
         bwrap_pid = int(parent.stdout.readline())
+        launch.gate.release(bwrap_pid)  # the parent's child, held by bwrap until the gate lets it go
         deadline = time.monotonic() + 10
         while not beat.exists() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -35,7 +35,7 @@ def test_none_backend_runs_the_command_directly_with_a_scrubbed_env(
 @pytest.mark.bwrap
 def test_auto_picks_bubblewrap_on_linux(box: Box) -> None:
     launch = box.launch("/usr/bin/true", [], backend="auto")
-    assert launch.backend == "bubblewrap" and launch.command == "/bin/sh" and "/usr/bin/bwrap" in launch.args
+    assert launch.backend == "bubblewrap" and launch.command == "/usr/bin/bwrap"
     assert launch.args[-2:] == ["--", "/usr/bin/true"] and launch.placeholders
 
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from mcp.client.stdio import get_default_environment
-from sandbox_box import CHILD_PROBE, Box
+from sandbox_box import CHILD_PROBE, Box, spawn
 
 from sandbox import FilteringProxy, Launch, finish_launch, home_path
 
@@ -41,10 +40,7 @@ def proxy() -> Iterator[tuple[FilteringProxy, BlockingPortal]]:
 
 def initialize(launch: Launch, timeout: float = 150) -> dict[str, object]:
     """Spawn, send `initialize`, return the first JSON line the server answers."""
-    proc = subprocess.Popen(
-        [launch.command, *launch.args], env=get_default_environment() | launch.env, cwd=launch.cwd,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = spawn(launch, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(INITIALIZE + "\n")
