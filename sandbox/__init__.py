@@ -8,7 +8,7 @@ sets the limits while bwrap waits). Around them: `programs` (a command's interpr
 `check_runnable`), `repos` (git dirs in writable roots), `homes` (private homes), `placeholders`
 (the per-bridge ledger of placeholders made on disk, swept once their bridge died), `network` and
 `proxy` (registry-only or listed hosts through a filtering proxy; `forwarder` relays inside the
-sandbox), `seccomp`, `limits` (with `rlimit_exec`, the script that sets them on macOS), and
+sandbox), `seccomp`, `limits` (with `limits_guard`, the script that bounds a macOS child), and
 `denials` (what a failure caused by the sandbox was).
 """
 

@@ -24,10 +24,12 @@ SIGNALS = {signal.SIGXFSZ: "file size", signal.SIGXCPU: "CPU time"}
 PATTERNS = (
     ("memory", re.compile(
         r"MemoryError|out of memory|Cannot allocate memory|std::bad_alloc|ENOMEM|"
-        r"Failed to reserve virtual memory|allocation failed|memory allocation of \d+ bytes failed",
+        r"Failed to reserve virtual memory|allocation failed|memory allocation of \d+ bytes failed|"
+        r"limits guard: memory limit hit",
         re.IGNORECASE)),
     ("processes", re.compile(
-        r"Resource temporarily unavailable|EAGAIN|fork: retry|can't fork|cannot fork", re.IGNORECASE)),
+        r"Resource temporarily unavailable|EAGAIN|fork: retry|can't fork|cannot fork|limits guard: processes limit hit",
+        re.IGNORECASE)),
     ("file size", re.compile(r"File too large|EFBIG", re.IGNORECASE)),
     ("open files", re.compile(r"Too many open files|EMFILE", re.IGNORECASE)),
 )  # fmt: skip

@@ -47,7 +47,7 @@ from sandbox.probe import Backend, select_backend
 from sandbox.programs import program_chain
 from sandbox.proxy import ProxyRoute, loopback_route, route_for
 from sandbox.repos import new_git_dirs
-from sandbox.seatbelt import darwin_limits, sandbox_exec_argv
+from sandbox.seatbelt import sandbox_exec_argv
 from sandbox.seccomp import filter_program
 
 __all__ = [
@@ -217,15 +217,14 @@ def prepare_launch(
     # The child reaches the proxy on a loopback port of its list's own, bound now (see loopback_route).
     route = loopback_route(_proxy_dir_path(config), policy.allowed_hosts) if policy.network == "proxy" else None
     tmpdir = Path(os.path.realpath(tempfile.mkdtemp(prefix="mcp-child-", dir=CHILD_TMP_PARENT_DARWIN)))
-    limits = darwin_limits(config.limits)  # what macOS can bound per child (seatbelt.py says why)
-    argv = sandbox_exec_argv(
+    argv = sandbox_exec_argv(  # the limits through limits_guard.py (seatbelt.py says how)
         policy, [plan.executable, *args], tmpdir=tmpdir, proxy_port=route.port if route else None,
-        limits=limits, python=os.path.realpath(sys.executable),  # not /usr/bin/python3: a CLT stub on macOS
+        limits=config.limits, python=os.path.realpath(sys.executable),  # not /usr/bin/python3: a CLT stub on macOS
     )  # fmt: skip
     env = make_env(tmpdir=str(tmpdir), fixed=home_environment(private_home) | _proxy_environment(policy, route))
     return Launch(
         argv[0], argv[1:], env, str(cwd), backend=backend.name, cleanup_paths=(tmpdir,),
-        policy=policy, proxy=route, placeholders=held, limits=limits, started=started,
+        policy=policy, proxy=route, placeholders=held, limits=config.limits, started=started,
     )  # fmt: skip
 
 

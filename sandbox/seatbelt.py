@@ -16,27 +16,27 @@ for its list (`proxy.loopback_route`), as `(remote ip (param "PROXY"))` with PRO
 `localhost:<port>` (Seatbelt accepts only `localhost` or `*` as the host there). No DNS is
 allowed: a client given HTTPS_PROXY sends the name in its CONNECT and the proxy resolves it.
 
-Limits: macOS has no prlimit, so `limits_prelude` puts `rlimit_exec.py` in front of sandbox-exec
-(file size and open files, per process as on Linux). Memory and processes are not bounded here,
-by reading XNU's source (not by a run): it checks RLIMIT_AS and RLIMIT_DATA against the whole
-address space, which for a macOS process starts far above a useful bound (the shared cache and
-reserved ranges), so a 2 GiB limit is refused or leaves the command unable to start; and
-RLIMIT_NPROC counts every process of the user on the machine, not this child's, so a bound of 512
-would stop a child on a busy desktop from forking at all. Unverified here (no Mac in CI): run
+Limits: `limits_prelude` puts `limits_guard.py` in front of sandbox-exec. File size and open files
+are rlimits per process, as on Linux. Memory and processes are not: by reading XNU's source (not by
+a run), it checks RLIMIT_AS and RLIMIT_DATA against the whole address space, which for a macOS
+process starts far above a useful bound (the shared cache and reserved ranges), and RLIMIT_NPROC
+counts every process of the user on the machine. So the guard sets RLIMIT_NPROC to what the user
+runs at spawn plus the bound (a fork bomb stops in the kernel), and stays beside the child to
+kill its tree once its resident memory or process count passes the bound (a poll: it stops a
+runaway, not a child that detaches on purpose). Unverified here (no Mac in CI): run
 `scripts/macos_sandbox_smoke.py` on a Mac (its INFO lines report what the kernel does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from sandbox.limits import Limits
 from sandbox.policy import Policy
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
-RLIMIT_EXEC = Path(__file__).with_name("rlimit_exec.py")
+LIMITS_GUARD = Path(__file__).with_name("limits_guard.py")
 
 BASE = """\
 (version 1)
@@ -158,19 +158,17 @@ def sandbox_exec_argv(
     return [*prelude, SANDBOX_EXEC, "-p", profile, *(f"-D{k}={v}" for k, v in params.items()), "--", *argv]
 
 
-def darwin_limits(limits: Limits) -> Limits:
-    """The part of `limits` macOS can bound per child: file size and open files (see the top)."""
-    return replace(limits, memory_bytes=None, processes=None)
-
-
 def limits_prelude(limits: Limits, python: str) -> list[str]:
-    """`python -I -S rlimit_exec.py FSIZE=.. NOFILE=.. --`, or [] when neither is bounded."""
-    applied = darwin_limits(limits)
-    pairs = (("FSIZE", applied.file_bytes), ("NOFILE", applied.open_files))
+    """`python -I -S limits_guard.py FSIZE=.. NOFILE=.. NPROC_MORE=.. WATCH_MEMORY=.. WATCH_PROCESSES=.. --`,
+    or [] when nothing is bounded."""
+    pairs = (
+        ("FSIZE", limits.file_bytes), ("NOFILE", limits.open_files), ("NPROC_MORE", limits.processes),
+        ("WATCH_MEMORY", limits.memory_bytes), ("WATCH_PROCESSES", limits.processes),
+    )  # fmt: skip
     flags = [f"{name}={value}" for name, value in pairs if value is not None]
     if flags and not python:
-        raise ValueError("the limits prelude needs an interpreter to run rlimit_exec.py")
-    return [python, "-I", "-S", str(RLIMIT_EXEC), *flags, "--"] if flags else []
+        raise ValueError("the limits prelude needs an interpreter to run limits_guard.py")
+    return [python, "-I", "-S", str(LIMITS_GUARD), *flags, "--"] if flags else []
 
 
 def _port(port: int | None) -> int:

@@ -3,8 +3,9 @@
     cd mcp-bridge && .venv/bin/python scripts/macos_sandbox_smoke.py
 
 Prints one PASS/FAIL line per check and exits 1 if any check failed; INFO lines report what this
-Mac's kernel does with the limits the sandbox does not set (memory, processes). CI has no Mac, so
-run this before a release and whenever sandbox/seatbelt.py, proxy.py or rlimit_exec.py change.
+Mac's kernel does with RLIMIT_AS and RLIMIT_NPROC (why limits_guard.py watches memory and processes
+itself). CI has no Mac, so run this before a release and whenever sandbox/seatbelt.py, proxy.py or
+limits_guard.py change.
 Everything happens in a throwaway tree under /private/var/tmp with a fake HOME; nothing outside
 it is written. The proxy checks need the network: one CONNECT to registry.npmjs.org:443 goes
 out through the bridge's filtering proxy (the only host contacted), and every child runs under the
@@ -40,6 +41,14 @@ RESULT = "import json, sys\ndef done(ok, detail): print(json.dumps({'ok': ok, 'd
 WRITE = RESULT + (
     "try:\n    with open(sys.argv[1], 'wb') as f:\n        f.write(b'x' * int(sys.argv[2]))\n"
     "except OSError as exc:\n    done(False, str(exc))\nelse:\n    done(True, 'written')"
+)
+HOLD = RESULT + (
+    "import time\ndata = b'x' * (int(sys.argv[1]) << 20)\nif sys.argv[2] == 'stay':\n    time.sleep(30)\n"
+    "done(True, 'allocated')"
+)
+SPAWN = RESULT + (
+    "import subprocess\ntry:\n    procs = [subprocess.Popen(['/bin/sleep', '30']) for _ in range(int(sys.argv[1]))]\n"
+    "except OSError as exc:\n    done(False, str(exc))\nelse:\n    [p.kill() for p in procs]\n    done(True, f'{len(procs)} started')"
 )
 OPEN = RESULT + (
     "kept = []\ntry:\n    for _ in range(int(sys.argv[1])):\n        kept.append(open('/dev/null'))\n"
@@ -298,6 +307,30 @@ def checks(tree: Tree, port: int) -> list[tuple[str, bool, Callable[[], dict[str
             "open files: 100 files under the default limit open",
             True,
             lambda: tree.run_python(["-I", "-c", OPEN, "100"]),
+            lambda: True,
+        ),
+        (
+            "memory: a child holding 1 GiB under a 512 MiB limit is killed by the guard",
+            False,
+            lambda: tree.run_python(["-I", "-c", HOLD, "1024", "stay"], limits=Limits(memory_bytes=512 << 20)),
+            lambda: tree.last_said("memory limit hit"),
+        ),
+        (
+            "memory: 64 MiB under a 512 MiB limit is held",
+            True,
+            lambda: tree.run_python(["-I", "-c", HOLD, "64", "leave"], limits=Limits(memory_bytes=512 << 20)),
+            lambda: True,
+        ),
+        (
+            "processes: 40 children under a limit of 16 are stopped (RLIMIT_NPROC or the guard)",
+            False,
+            lambda: tree.run_python(["-I", "-c", SPAWN, "40"], limits=Limits(processes=16)),
+            lambda: tree.last_said("Resource temporarily unavailable") or tree.last_said("processes limit hit"),
+        ),
+        (
+            "processes: 4 children under a limit of 16 start",
+            True,
+            lambda: tree.run_python(["-I", "-c", SPAWN, "4"], limits=Limits(processes=16)),
             lambda: True,
         ),
     ]

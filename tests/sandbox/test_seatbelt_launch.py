@@ -3,9 +3,10 @@
 Two things are replaced, and only these: the backend probe (it would run sandbox-exec) and
 sandbox-exec itself, by a stand-in that checks the argv shape and execs what follows `--`. The
 rest of what the launch rendered runs for real: the loopback proxy route and the child's
-HTTPS_PROXY, and the limits prelude (`rlimit_exec.py`, the same code on both systems; only what
-the macOS kernel does with each limit is unverified here). What the profile itself allows is golden-tested in test_seatbelt_profile.py and
-checked on a Mac by scripts/macos_sandbox_smoke.py.
+HTTPS_PROXY, and the limits prelude (`limits_guard.py`, the same code and the same `ps` flags on
+both systems; only what the macOS kernel does with each rlimit is unverified here). What the
+profile itself allows is golden-tested in test_seatbelt_profile.py and checked on a Mac by
+scripts/macos_sandbox_smoke.py.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from test_proxy import Echo, Lookups, running
 import sandbox.launch
 import sandbox.seatbelt
 from sandbox import FilteringProxy, Launch, Limits, explain_exit
+from sandbox.limits_guard import user_processes
 from sandbox.probe import Backend
-from sandbox.seatbelt import RLIMIT_EXEC, limits_prelude
+from sandbox.seatbelt import LIMITS_GUARD, limits_prelude
 
 CHILD_PROBE = Path(__file__).with_name("child_probe.py")
 STAND_IN = f"""#!{sys.executable}
@@ -118,7 +120,7 @@ def test_a_child_without_a_proxy_network_gets_no_proxy(mac: Box) -> None:
     assert isinstance(environ, dict) and "HTTPS_PROXY" not in environ and "HTTPS_PROXY" not in launch.env
 
 
-# --- limits: rlimit_exec.py in front of sandbox-exec, run for real ------------------------------
+# --- limits: limits_guard.py in front of sandbox-exec, run for real -----------------------------
 
 WRITE = "import sys\nwith open(sys.argv[1], 'wb') as f:\n    for _ in range(int(sys.argv[2])):\n        f.write(b'x' * 4096)\nprint('wrote')"
 OPEN = (
@@ -151,20 +153,69 @@ def test_open_files_past_the_limit_are_refused(mac: Box) -> None:
     assert default.stdout.strip() == "200"
 
 
-def test_memory_and_processes_are_not_bounded_on_macos(mac: Box) -> None:
-    """RLIMIT_AS/DATA count the whole address space and RLIMIT_NPROC the user's every process there."""
+ALLOCATE = (
+    "import sys, time\ndata = b'x' * (int(sys.argv[1]) << 20)  # written, so resident\n"
+    "print('allocated', flush=True)\nif sys.argv[2] == 'stay':\n    time.sleep(30)"
+)
+FORK = (
+    "import subprocess, sys\nprocs = [subprocess.Popen(['/bin/sleep', '30']) for _ in range(int(sys.argv[1]))]\n"
+    "print('forked', len(procs), flush=True)\nif sys.argv[2] == 'stay':\n    procs[0].wait()\n[p.kill() for p in procs]"
+)
+SHOW_NPROC = "import resource; print(resource.getrlimit(resource.RLIMIT_NPROC)[0])"
+MIB = 1 << 20
+
+
+def test_a_tree_past_the_memory_bound_is_killed_and_said_so(mac: Box) -> None:
+    launch, proc = limited(mac, ALLOCATE, "300", "stay", limits=Limits(memory_bytes=100 * MIB))
+    assert proc.returncode == 137  # killed while allocating, or once it sleeps
+    assert "mcp-bridge limits guard: memory limit hit" in proc.stderr and "bound 100 MiB" in proc.stderr
+    assert launch.limits is not None
+    assert (explain_exit(proc.returncode, proc.stderr, launch.limits) or "").startswith(
+        "limit hit: memory (the sandbox's per-child limit of 100 MiB)"
+    )
+
+
+def test_a_tree_under_the_memory_bound_runs_to_its_end(mac: Box) -> None:
+    _, proc = limited(mac, ALLOCATE, "20", "leave", limits=Limits(memory_bytes=100 * MIB))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "allocated\n", "")
+
+
+def test_a_tree_past_the_process_bound_is_killed_sleepers_and_all(mac: Box) -> None:
+    launch, proc = limited(mac, FORK, "12", "stay", limits=Limits(processes=8))
+    assert proc.returncode != 0  # killed by the guard, or (not as root) refused a fork by RLIMIT_NPROC
+    assert launch.limits is not None
+    assert (explain_exit(proc.returncode, proc.stderr, launch.limits) or "").startswith("limit hit: processes")
+    sleepers = subprocess.run(["/bin/ps", "-A", "-o", "ppid=,args="], capture_output=True, text=True, check=True)
+    assert "/bin/sleep 30" not in sleepers.stdout
+
+
+def test_a_tree_under_the_process_bound_runs_to_its_end(mac: Box) -> None:
+    _, proc = limited(mac, FORK, "3", "leave", limits=Limits(processes=8))
+    assert (proc.returncode, proc.stdout) == (0, "forked 3\n")
+
+
+def test_the_process_rlimit_is_what_the_user_runs_plus_the_bound(mac: Box) -> None:
+    before = user_processes()
+    _, proc = limited(mac, SHOW_NPROC, limits=Limits(processes=50))
+    after = user_processes()
+    assert proc.returncode == 0, proc.stderr
+    assert min(before, after) + 50 - 10 <= int(proc.stdout) <= max(before, after) + 50 + 10
+
+
+def test_the_prelude_names_every_bound(mac: Box) -> None:
     launch = mac.launch("/bin/true", [], backend="seatbelt", limits=Limits(memory_bytes=1 << 30, processes=64))
-    assert launch.limits == Limits(memory_bytes=None, processes=None)
     prelude = [launch.command, *launch.args[: launch.args.index("--")]]
-    assert prelude[-2:] == ["FSIZE=1073741824", "NOFILE=4096"] and str(RLIMIT_EXEC) in prelude
-    assert limits_prelude(Limits(memory_bytes=1 << 30, processes=64, file_bytes=None, open_files=None), "py") == []
+    assert str(LIMITS_GUARD) in prelude and prelude[-5:] == [
+        "FSIZE=1073741824", "NOFILE=4096", "NPROC_MORE=64", "WATCH_MEMORY=1073741824", "WATCH_PROCESSES=64",
+    ]  # fmt: skip
+    assert limits_prelude(Limits(memory_bytes=None, processes=None, file_bytes=None, open_files=None), "py") == []
 
 
 def test_a_limit_above_the_inherited_hard_limit_is_lowered_to_it_not_refused() -> None:
     show = "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE))"
     lower_then_run = (
         "import os, resource, sys\nresource.setrlimit(resource.RLIMIT_NOFILE, (50, 50))\n"
-        f"os.execv(sys.executable, [sys.executable, '-I', '-S', {str(RLIMIT_EXEC)!r}, 'NOFILE=4096', '--', "
+        f"os.execv(sys.executable, [sys.executable, '-I', '-S', {str(LIMITS_GUARD)!r}, 'NOFILE=4096', '--', "
         f"sys.executable, '-c', {show!r}])"
     )
     proc = subprocess.run([sys.executable, "-I", "-c", lower_then_run], capture_output=True, text=True, timeout=30, check=False)
@@ -174,7 +225,7 @@ def test_a_limit_above_the_inherited_hard_limit_is_lowered_to_it_not_refused() -
 def test_a_limit_that_cannot_be_set_stops_the_launch_before_the_command(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     proc = subprocess.run(
-        [sys.executable, "-I", "-S", str(RLIMIT_EXEC), "NOFILE=-7", "--", "/usr/bin/touch", str(marker)],
+        [sys.executable, "-I", "-S", str(LIMITS_GUARD), "NOFILE=-7", "--", "/usr/bin/touch", str(marker)],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert proc.returncode != 0 and "ValueError" in proc.stderr and not marker.exists()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from sandbox.limits import Limits
 from sandbox.policy import Mask, Policy
-from sandbox.seatbelt import RLIMIT_EXEC, SANDBOX_EXEC, profile_and_params, sandbox_exec_argv
+from sandbox.seatbelt import LIMITS_GUARD, SANDBOX_EXEC, profile_and_params, sandbox_exec_argv
 
 GOLDEN = Path(__file__).with_name("golden")
 TMP = Path("/private/tmp/mcp-child-abc")
@@ -222,7 +222,7 @@ def test_golden_limits_prelude() -> None:
     profile_at = argv.index(SANDBOX_EXEC) + 2
     assert argv[profile_at] == (GOLDEN / "workspace_only_network_deny.sb").read_text()
     shown = [*argv[:profile_at], "PROFILE", *argv[profile_at + 1 :]]
-    text = "\n".join(arg.replace(str(RLIMIT_EXEC), "RLIMIT_EXEC") for arg in shown) + "\n"
+    text = "\n".join(arg.replace(str(LIMITS_GUARD), "LIMITS_GUARD") for arg in shown) + "\n"
     path = GOLDEN / "limits_prelude.argv"
     if os.environ.get("UPDATE_GOLDEN") == "1":
         path.write_text(text)
