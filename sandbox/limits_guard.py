@@ -12,10 +12,11 @@ bound for memory or processes (seatbelt.py says why), so:
   a fork bomb stops there, in the kernel, while the user's other programs keep theirs.
 - WATCH_MEMORY=bytes and WATCH_PROCESSES=n keep this process as the child's guard. It runs the
   rest in a forked child, polls `ps` every POLL_S, and once the resident memory of the child's
-  tree, or its number of processes, passes the bound, kills every process it has seen in the tree
-  (reparented or not), says so on stderr and exits 137. Otherwise it exits as the child did
-  (128 + the signal for a signalled child). A poll cannot see a process that detaches between two
-  polls: the watch bounds a runaway server, not one that sets out to escape it.
+  processes (its tree, every process seen in it since, reparented or not, and the rest of the
+  process group the bridge started the guard in) or their number passes the bound, kills them
+  all, says so on stderr and exits 137. Otherwise it exits as the child did (128 + the signal for
+  a signalled child). A process that leaves both the tree and the group (setsid) between two polls
+  is not seen: the watch bounds a runaway server, not one that sets out to escape it.
 
 Without WATCH_* it execs the rest in place (the pid is kept). A limit that cannot be set, or a
 `ps` that fails, ends the launch with the traceback before the command runs. Standard library
@@ -31,6 +32,7 @@ import sys
 
 PS = "/bin/ps"
 POLL_S = 0.5
+KILL_ROUNDS = 20
 KILLED_EXIT = 128 + signal.SIGKILL
 MIB, GIB = 1 << 20, 1 << 30
 
@@ -47,31 +49,60 @@ def user_processes() -> int:
     return len(out.stdout.split())
 
 
-def process_table() -> dict[tuple[int, str], tuple[int, int]]:
-    """(pid, start time) -> (parent pid, resident bytes) for every process (`ps`, same flags on
-    macOS and Linux). The start time tells a pid seen before from a reused one."""
-    out = subprocess.run([PS, "-A", "-o", "pid=,ppid=,rss=,lstart="], capture_output=True, text=True, check=True)
+Process = tuple[int, str]  # (pid, start time): the start time tells a pid seen before from a reused one
+
+
+def process_table() -> dict[Process, tuple[int, int, int]]:
+    """Every process -> (parent pid, process group, resident bytes), from `ps` (the same flags on
+    macOS and Linux)."""
+    out = subprocess.run([PS, "-A", "-o", "pid=,ppid=,pgid=,rss=,lstart="], capture_output=True, text=True, check=True)
     table = {}
     for line in out.stdout.splitlines():
-        fields = line.split(None, 3)
-        if len(fields) == 4 and fields[0].isdigit() and fields[1].isdigit() and fields[2].isdigit():
-            table[(int(fields[0]), fields[3].strip())] = (int(fields[1]), int(fields[2]) * 1024)
+        fields = line.split(None, 4)
+        if len(fields) == 5 and all(field.isdigit() for field in fields[:4]):
+            pid, ppid, pgid, rss = map(int, fields[:4])
+            table[(pid, fields[4].strip())] = (ppid, pgid, rss * 1024)
     return table
 
 
-def tree(table: dict[tuple[int, str], tuple[int, int]], root: int, seen: set[tuple[int, str]]) -> set[tuple[int, str]]:
-    """The root, its descendants, and every process seen in the tree before that is still alive."""
-    members = {key for key in table if key[0] == root} | (seen & table.keys())
-    children: dict[int, list[tuple[int, str]]] = {}
-    for key, (ppid, _) in table.items():
+def members(table: dict[Process, tuple[int, int, int]], root: int, seen: set[Process]) -> set[Process]:
+    """The child's processes: the root and its descendants, the rest of this guard's process group
+    when the guard leads it (the bridge starts it so: a double fork stays in the group), and every
+    process seen before that is still alive (reparented or not)."""
+    guard = os.getpid()
+    group = guard if os.getpgrp() == guard else None  # never the group of whoever started the guard
+    found = {
+        key for key, (ppid, pgid, _) in table.items()
+        if key[0] == root or (pgid == group and key[0] != guard and ppid != guard)  # not the guard's own `ps`
+    }
+    found |= seen & table.keys()
+    children: dict[int, list[Process]] = {}
+    for key, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(key)
-    todo = list(members)
+    todo = list(found)
     while todo:
         for child in children.get(todo.pop()[0], []):
-            if child not in members:
-                members.add(child)
+            if child not in found and child[0] != guard:
+                found.add(child)
                 todo.append(child)
-    return members
+    return found
+
+
+def kill_all(root: int, seen: set[Process]) -> None:
+    """SIGKILL the child's processes, round after round until a look finds none not yet killed
+    (what forked after one look is found by the next), then reap the child."""
+    doomed = set(seen)
+    for _ in range(KILL_ROUNDS):
+        for pid in {root, *(pid for pid, _ in doomed)}:
+            _signal(pid, signal.SIGKILL)
+        try:
+            found = members(process_table(), root, set())
+        except subprocess.CalledProcessError:
+            break
+        if found <= doomed:
+            break
+        doomed |= found
+    os.waitpid(root, 0)
 
 
 def over_bound(usage: tuple[int, int], memory: int | None, processes: int | None) -> str | None:
@@ -102,16 +133,23 @@ def guard(argv: list[str], memory: int | None, processes: int | None) -> int:
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so SIGCHLD reaches the wakeup fd
+    forked: list[int] = []
+    signal.signal(signal.SIGTERM, lambda *_: [_signal(pid, signal.SIGTERM) for pid in forked])  # the bridge's stop
+    # Held over the fork, so a stop that comes meanwhile reaches the child with its default action.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     child = os.fork()
     if child == 0:
         signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for number in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(number, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         try:
             os.execv(argv[0], argv)
         except OSError as exc:
             print(f"mcp-bridge limits guard: cannot run {argv[0]}: {exc.strerror}", file=sys.stderr, flush=True)
         os._exit(127)
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGTERM))  # the bridge's stop, passed on
+    forked.append(child)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)  # the child alone holds the bridge's pipes: its exit is their EOF
@@ -120,23 +158,37 @@ def guard(argv: list[str], memory: int | None, processes: int | None) -> int:
         done, status = os.waitpid(child, os.WNOHANG)
         if done:
             return exit_status(status)
-        table = process_table()
-        seen = tree(table, child, seen)
-        problem = over_bound((sum(table[key][1] for key in seen), len(seen)), memory, processes)
+        try:
+            table = process_table()
+        except subprocess.CalledProcessError as exc:
+            if exc.returncode < 0:  # `ps` got the group's signal too (the bridge's stop): look again
+                _pause(wake_read)
+                continue
+            problem: str | None = f"cannot watch the child: {PS} failed with {exc.returncode}"
+        else:
+            seen = members(table, child, seen)
+            problem = over_bound((sum(table[key][2] for key in seen), len(seen)), memory, processes)
         if problem is not None:
-            for pid, _ in seen:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            os.waitpid(child, 0)
+            kill_all(child, seen)
             print(f"mcp-bridge limits guard: {problem}; the child was killed", file=sys.stderr, flush=True)
             return KILLED_EXIT
-        select.select([wake_read], [], [], POLL_S)
-        try:
-            os.read(wake_read, 4096)
-        except BlockingIOError:
-            pass
+        _pause(wake_read)
+
+
+def _pause(wake_read: int) -> None:
+    """Wait POLL_S, or less when a signal (the child's SIGCHLD) arrives."""
+    select.select([wake_read], [], [], POLL_S)
+    try:
+        os.read(wake_read, 4096)
+    except BlockingIOError:
+        pass
+
+
+def _signal(pid: int, number: int) -> None:
+    try:
+        os.kill(pid, number)
+    except ProcessLookupError:
+        pass
 
 
 def main(argv: list[str]) -> None:

@@ -41,7 +41,7 @@ def bwrap_problem() -> str | None:
 def spawn(launch: Launch, **popen: Any) -> subprocess.Popen[Any]:
     """Spawn a launch the way the bridge does: its gate's fds passed, then the held child let go."""
     proc = subprocess.Popen([launch.command, *launch.args], env=get_default_environment() | launch.env,
-                            cwd=launch.cwd, pass_fds=launch.pass_fds, **popen)  # fmt: skip
+                            cwd=launch.cwd, pass_fds=launch.pass_fds, start_new_session=True, **popen)  # fmt: skip
     if launch.gate is not None:
         launch.gate.release(proc.pid)
     return proc

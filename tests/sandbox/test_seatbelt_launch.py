@@ -12,6 +12,8 @@ scripts/macos_sandbox_smoke.py.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -175,6 +177,19 @@ def test_a_tree_past_the_memory_bound_is_killed_and_said_so(mac: Box) -> None:
     )
 
 
+DETACH = (
+    "import os, sys, time\nif os.fork() == 0:\n    if os.fork() == 0:  # a grandchild that leaves the tree\n"
+    "        data = b'x' * (int(sys.argv[1]) << 20)\n        time.sleep(30)\n    os._exit(0)\ntime.sleep(30)"
+)
+
+
+def test_memory_of_a_process_that_left_the_tree_still_counts(mac: Box) -> None:
+    """Double-forked, it is init's child, but still in the group the bridge started: killed with the rest
+    (else it would hold the pipes open, and this run would end by its timeout instead)."""
+    _, proc = limited(mac, DETACH, "300", limits=Limits(memory_bytes=100 * MIB))
+    assert proc.returncode == 137 and "memory limit hit" in proc.stderr
+
+
 def test_a_tree_under_the_memory_bound_runs_to_its_end(mac: Box) -> None:
     _, proc = limited(mac, ALLOCATE, "20", "leave", limits=Limits(memory_bytes=100 * MIB))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "allocated\n", "")
@@ -229,3 +244,16 @@ def test_a_limit_that_cannot_be_set_stops_the_launch_before_the_command(tmp_path
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert proc.returncode != 0 and "ValueError" in proc.stderr and not marker.exists()
+
+
+def test_the_bridges_stop_reaches_a_watched_child_and_the_guard_leaves_as_it_did() -> None:
+    guard = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(LIMITS_GUARD), "WATCH_MEMORY=1073741824", "--", "/bin/sleep", "29"],
+        start_new_session=True, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    children = Path(f"/proc/{guard.pid}/task/{guard.pid}/children")
+    while not children.read_text().strip():  # until the guard has forked its child
+        assert guard.poll() is None, guard.stderr.read() if guard.stderr else ""
+    os.killpg(guard.pid, signal.SIGTERM)  # what the bridge's stop sends: the whole group
+    assert guard.wait(timeout=10) == 128 + signal.SIGTERM
+    assert guard.stderr is not None and guard.stderr.read() == ""
