@@ -1,5 +1,5 @@
-"""The smallest stdio MCP server: standard library only, answers `initialize` and `ping`, then
-echoes nothing else. For measuring what a sandbox adds to a spawn, not what a framework costs."""
+"""The smallest stdio MCP server: standard library only, answers `initialize`, `ping` and an empty
+`tools/list`. For measuring what a sandbox adds to a spawn, not what a framework costs."""
 
 import json
 import sys
@@ -15,4 +15,6 @@ for line in sys.stdin:
             "capabilities": {},
             "serverInfo": {"name": "tiny", "version": "0"},
         }
+    elif message.get("method") == "tools/list":
+        result = {"tools": []}
     print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
