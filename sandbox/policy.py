@@ -265,7 +265,8 @@ def _masks(candidates: list[Path], platform: Platform) -> tuple[Mask, ...]:
         for path in spellings:
             found.setdefault(path, Mask(path, kind))
     masks = tuple(found.values())
-    return tuple(m for m in masks if not _under_dir_mask(m.path, masks, strictly=True))
+    dirs = tuple(m for m in masks if m.kind == "dir")  # only these can hold another mask
+    return tuple(m for m in masks if not _under_dir_mask(m.path, dirs, strictly=True))
 
 
 def _under_dir_mask(path: Path, masks: tuple[Mask, ...], *, strictly: bool = False) -> bool:
