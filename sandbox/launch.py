@@ -197,12 +197,12 @@ def prepare_launch(
         env = make_env(tmpdir=CHILD_TMP_LINUX)
         processes = config.limits.processes if as_root and config.pids_cgroup else None
         base = _pids_cgroup_base() if processes else None
-        cgroup = _make_cgroup(base, processes) if base and processes else None
+        cgroup: Path | None = None
         try:
+            cgroup = _make_cgroup(base, processes) if base and processes else None
             gate = open_gate(_seccomp_file(homes_dir), config.limits, cgroup)
-        except OSError:
-            if cgroup is not None:
-                _remove_cgroup(cgroup)
+        except (OSError, SandboxUnavailable):  # undo what is held so far: placeholders, ledger, cgroup
+            finish_launch(Launch("", [], {}, str(cwd), policy=policy, placeholders=held, ledger=ledger, cgroup=cgroup))
             raise
         argv = bwrap_argv(
             policy, [plan.executable, *args], cwd=cwd, bwrap=backend.tool, seccomp_fd=gate.seccomp_fd,

@@ -214,6 +214,9 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
             )
     except (SandboxUnavailable, CommandNotFound) as exc:
         raise launch_refusal(exc, spec.command) from None
+    except OSError as exc:  # the disk or the fd table refused: the home, a placeholder, the gate's pipes
+        message = f"Cannot prepare the sandbox for {spec.command}: {exc.strerror or exc}"
+        raise BridgeError("spawn_failed", message, command=spec.command) from None
     connection.launch = launch
     try:
         if launch.proxy is not None:

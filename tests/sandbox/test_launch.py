@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ import pytest
 from mcp.client.stdio import get_default_environment
 from sandbox_box import Box
 
-from sandbox import CommandNotFound, InvalidWorkspace, SandboxUnavailable
+import sandbox.launch
+from sandbox import CommandNotFound, InvalidWorkspace, SandboxUnavailable, finish_launch
 from sandbox.probe import select_backend
 
 
@@ -98,3 +100,19 @@ def test_explicit_none_needs_no_probe() -> None:
         select_backend("none", platform="win32", path_env="", workspace=Path("/w"), as_root=False).name
         == "none"
     )
+
+
+@pytest.mark.bwrap
+def test_a_launch_that_fails_after_making_its_placeholders_leaves_none(box: Box) -> None:
+    blocker = box.homes / f".seccomp-{os.uname().machine}.bpf"  # a folder where the filter file goes
+    blocker.mkdir(parents=True)
+    with pytest.raises(IsADirectoryError):
+        box.launch("/usr/bin/true", [])
+    held_here = lambda: [path for path in sandbox.launch._held if path.is_relative_to(box.ws)]  # noqa: E731
+    assert not (box.ws / ".vscode").exists() and not held_here()
+    blocker.rmdir()  # the twin: the same launch, once it can be made, holds its placeholders
+    launch = box.launch("/usr/bin/true", [])
+    try:
+        assert (box.ws / ".vscode").is_dir() and held_here()
+    finally:
+        finish_launch(launch)
