@@ -108,7 +108,9 @@ def test_a_launch_that_fails_after_making_its_placeholders_leaves_none(box: Box)
     blocker.mkdir(parents=True)
     with pytest.raises(IsADirectoryError):
         box.launch("/usr/bin/true", [])
-    held_here = lambda: [path for path in sandbox.launch._held if path.is_relative_to(box.ws)]  # noqa: E731
+    def held_here() -> list[Path]:
+        return [path for path in sandbox.launch._held if path.is_relative_to(box.ws)]
+
     assert not (box.ws / ".vscode").exists() and not held_here()
     blocker.rmdir()  # the twin: the same launch, once it can be made, holds its placeholders
     launch = box.launch("/usr/bin/true", [])
