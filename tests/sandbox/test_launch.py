@@ -6,6 +6,7 @@ import logging
 import os
 import shutil
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,23 @@ from mcp.client.stdio import get_default_environment
 from sandbox_box import Box
 
 import sandbox.launch
-from sandbox import CommandNotFound, InvalidWorkspace, SandboxUnavailable, finish_launch
+from sandbox import CommandNotFound, InvalidWorkspace, Launch, SandboxUnavailable, finish_launch
 from sandbox.probe import select_backend
+
+
+@pytest.fixture
+def made() -> Iterator[Callable[[Launch], Launch]]:
+    """Keeps the launches a test makes and never spawns, and finishes them afterwards (their
+    placeholders, ledger entries and the gate's fds)."""
+    launches: list[Launch] = []
+
+    def keep(launch: Launch) -> Launch:
+        launches.append(launch)
+        return launch
+
+    yield keep
+    for launch in launches:
+        finish_launch(launch)
 
 
 def test_none_backend_warns_on_every_launch(box: Box, caplog: pytest.LogCaptureFixture) -> None:
@@ -35,26 +51,26 @@ def test_none_backend_runs_the_command_directly_with_a_scrubbed_env(
 
 
 @pytest.mark.bwrap
-def test_auto_picks_bubblewrap_on_linux(box: Box) -> None:
-    launch = box.launch("/usr/bin/true", [], backend="auto")
+def test_auto_picks_bubblewrap_on_linux(box: Box, made: Callable[[Launch], Launch]) -> None:
+    launch = made(box.launch("/usr/bin/true", [], backend="auto"))
     assert launch.backend == "bubblewrap" and launch.command == "/usr/bin/bwrap"
     assert launch.args[-2:] == ["--", "/usr/bin/true"] and launch.placeholders
 
 
 @pytest.mark.bwrap
 def test_bubblewrap_launch_env_is_exactly_what_the_child_gets(
-    box: Box, monkeypatch: pytest.MonkeyPatch
+    box: Box, monkeypatch: pytest.MonkeyPatch, made: Callable[[Launch], Launch]
 ) -> None:
     monkeypatch.setenv("SHELL", "/bin/bash")
     monkeypatch.setenv("USER", "bridge-user")
-    launch = box.launch("/usr/bin/true", [], backend="bubblewrap")
+    launch = made(box.launch("/usr/bin/true", [], backend="bubblewrap"))
     assert get_default_environment() | launch.env == launch.env
     assert launch.env["TMPDIR"] == "/tmp" and launch.env["HOME"] == str(box.homes / "box-server")
 
 
 @pytest.mark.bwrap
-def test_bare_command_is_resolved_on_the_child_path(box: Box) -> None:
-    launch = box.launch("true", [], backend="bubblewrap")
+def test_bare_command_is_resolved_on_the_child_path(box: Box, made: Callable[[Launch], Launch]) -> None:
+    launch = made(box.launch("true", [], backend="bubblewrap"))
     assert launch.args[-1] == shutil.which("true", path=launch.env["PATH"])
 
 
@@ -65,9 +81,9 @@ def test_unknown_bare_command_raises_file_not_found(box: Box) -> None:
 
 
 @pytest.mark.bwrap
-def test_missing_state_dir_is_created_so_it_can_be_masked(box: Box) -> None:
+def test_missing_state_dir_is_created_so_it_can_be_masked(box: Box, made: Callable[[Launch], Launch]) -> None:
     state = box.root / "fresh-state"
-    launch = box.launch("/usr/bin/true", [], state_dir=state)
+    launch = made(box.launch("/usr/bin/true", [], state_dir=state))
     assert state.is_dir() and str(state) in launch.args
 
 
