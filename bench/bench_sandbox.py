@@ -10,7 +10,7 @@ while bwrap waits at the gate, so its ~10 ms overlap bwrap's setup) and the plac
 alone, a shell joining a fresh pids cgroup against one that does not: what the join would cost
 in front of bwrap.
 
-    .venv/bin/python bench/bench_sandbox.py [--runs 10] [--no-npx]
+    .venv/bin/python bench/bench_sandbox.py [--runs 10] [--no-npx] [--only npx]
 
 Prints medians and spreads; asserts nothing (the target is at most +10 ms over the old sandbox).
 Works in a throwaway tree under /var/tmp with a fake HOME.
@@ -90,6 +90,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--no-npx", action="store_true")
+    parser.add_argument("--only", default="", help="run only the servers whose name holds this text")
     options = parser.parse_args()
     logging.getLogger("mcp_bridge.sandbox").setLevel(logging.ERROR)  # `none` warns on every spawn
 
@@ -117,6 +118,8 @@ def main() -> int:
             task, _ = portal.start_task(proxy.serve)
             try:
                 for name, (command, args, write_paths) in servers.items():
+                    if options.only not in name:
+                        continue
                     variants = variants_for(config, command, args, write_paths, shared, portal, proxy)
                     variants["new sandbox"]()  # warm: the npx cache, the page cache, the chain cache
                     samples: dict[str, list[float]] = {v: [] for v in variants}
@@ -228,7 +231,8 @@ def report(name: str, samples: dict[str, list[float]]) -> None:
     for variant, values in samples.items():
         print(f"  {variant:30} {medians[variant]:8.1f}  ({min(values):.1f}-{max(values):.1f})")
     for variant in ("new sandbox", "new, deny", "deny - cgroup", "deny - cgroup - placeholders"):
-        print(f"  {variant} - old: {medians[variant] - medians['old sandbox']:+.1f}")
+        paired = statistics.median(n - o for n, o in zip(samples[variant], samples["old sandbox"], strict=True))
+        print(f"  {variant} - old: {medians[variant] - medians['old sandbox']:+.1f}  (median of the paired differences: {paired:+.1f})")
     print(f"  pids cgroup:  {medians['new, deny'] - medians['deny - cgroup']:+.1f}", end="")
     if "sh joining a pids cgroup" in medians:
         print(f"  (a shell joining one alone: {medians['sh joining a pids cgroup'] - medians['sh not joining one']:+.1f})", end="")
