@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from bridge import __version__
 from bridge.errors import ErrorResult
 from bridge.host import calls, shapes
+from bridge.host.calls import ServerName
 from bridge.host.channel import FastMCPChannel
 from bridge.models import (
     AddResult,
@@ -74,9 +75,6 @@ class ArgumentErrors(Middleware):
             if not isinstance(exc.__cause__, ValidationError):
                 raise
             return _result(calls.invalid_arguments(context.message.name, exc.__cause__))
-
-
-ServerName = Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")]
 
 
 def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:

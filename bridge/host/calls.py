@@ -12,7 +12,7 @@ is untouched.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import mcp_types as mt
 from fastmcp import Context, FastMCP
@@ -37,12 +37,15 @@ DESCRIPTION = (
 )
 
 
+ServerName = Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")]
+
+
 class CallArguments(BaseModel):
     """`mcp_call_tool`'s arguments: what it advertises and what it accepts, both from here."""
 
     model_config = ConfigDict(extra="forbid")
 
-    server: str = Field(description="A registered server's name (from mcp_list_tools without arguments).")
+    server: ServerName
     tool_name: str = Field(
         description='A tool name exactly as mcp_list_tools shows it, or "resources/read" to read a resource.'
     )
