@@ -38,11 +38,12 @@ def bwrap_problem() -> str | None:
     return f"bwrap does not work here: {problem}" if problem else None
 
 
-def spawn(launch: Launch, **popen: Any) -> subprocess.Popen[Any]:
-    """Spawn a launch the way the bridge does: its gate's fds passed, then the held child let go."""
+def spawn(launch: Launch, *, release: bool = True, **popen: Any) -> subprocess.Popen[Any]:
+    """Spawn a launch the way the bridge does: its gate's fds passed, then (with `release`) the held
+    child let go."""
     proc = subprocess.Popen([launch.command, *launch.args], env=get_default_environment() | launch.env,
                             cwd=launch.cwd, pass_fds=launch.pass_fds, start_new_session=True, **popen)  # fmt: skip
-    if launch.gate is not None:
+    if release and launch.gate is not None:
         launch.gate.release(proc.pid)
     return proc
 

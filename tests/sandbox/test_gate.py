@@ -73,7 +73,7 @@ def test_the_child_is_held_until_the_gate_lets_it_go(box: Box) -> None:
     launch = box.launch("/bin/sh", ["-c", f"touch {marker}"])
     assert launch.gate is not None
     try:
-        proc = subprocess.Popen([launch.command, *launch.args], env=launch.env, cwd=launch.cwd, pass_fds=launch.pass_fds)
+        proc = spawn(launch, release=False)
         held_at_the_gate(proc.pid)
         assert not marker.exists()
         launch.gate.release(proc.pid)
@@ -90,7 +90,7 @@ def test_a_child_the_gate_cannot_bound_never_runs(box: Box) -> None:
     assert launch.gate is not None
     broken = dataclasses.replace(launch.gate, cgroup=box.root / "no-such-cgroup")  # its write fails
     try:
-        proc = subprocess.Popen([launch.command, *launch.args], env=launch.env, cwd=launch.cwd, pass_fds=launch.pass_fds)
+        proc = spawn(launch, release=False)
         with pytest.raises(GateFailed, match="cannot bound the sandboxed child"):
             broken.release(proc.pid)
         assert proc.wait(timeout=10) != 0
