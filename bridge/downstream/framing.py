@@ -2,14 +2,18 @@
 
 `LineFramer` splits a byte stream into lines without rescanning what it already searched, and
 holds at most `max_bytes` of an unfinished line; `encode` writes one message as one line;
-`PipeReader` and `PipeWriter` read and write a pipe on the event loop.
+`PipeReader` and `PipeWriter` read and write a pipe on the event loop; `ReadEnd` is what a
+serving loop or a session reads such a wire through, with no task between.
 """
 
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
+from typing import Self
 
 import anyio
+import anyio.lowlevel
 from mcp.shared.message import SessionMessage
 
 # One message from a downstream server, on any transport: a stdout line, a JSON body, an SSE event.
@@ -78,12 +82,16 @@ class PipeReader(_Pipe):
         return self
 
     async def __anext__(self) -> bytes:
+        waited = False
         while self._fd is not None:
             try:
                 chunk = os.read(self._fd, READ_SIZE)
             except BlockingIOError:
                 await anyio.wait_readable(self._fd)  # raises ClosedResourceError if closed meanwhile
+                waited = True
                 continue
+            if not waited:  # a writer that never pauses must not keep the loop from its other tasks
+                await anyio.lowlevel.checkpoint()
             if chunk:
                 return chunk
             break
@@ -114,3 +122,30 @@ class PipeWriter(_Pipe):
                     view = view[os.write(self._fd, view) :]
                 except BlockingIOError:
                     await anyio.wait_writable(self._fd)
+
+
+class ReadEnd(ABC):
+    """The SDK's read-stream protocol around `receive()` (which raises `anyio.EndOfStream` at the
+    end); `aclose()` is the subclass's to say. For wires read where the loop asks for the next
+    message, instead of a relay task feeding a memory stream."""
+
+    @abstractmethod
+    async def receive(self) -> SessionMessage | Exception: ...
+
+    @abstractmethod
+    async def aclose(self) -> None: ...
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -21,18 +21,27 @@ import functools
 import logging
 import os
 import signal
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 import anyio
 import mcp_types as types
 from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
-from bridge.downstream.framing import MAX_MESSAGE_BYTES, LineFramer, LineTooLong, PipeReader, PipeWriter, encode
+from bridge.downstream.framing import (
+    MAX_MESSAGE_BYTES,
+    LineFramer,
+    LineTooLong,
+    PipeReader,
+    PipeWriter,
+    ReadEnd,
+    encode,
+)
 from bridge.errors import BridgeError
 from bridge.internals import TransportStreams
 from bridge.models import StdioServerSpec
@@ -249,55 +258,16 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
     child = Child(process=process, stdin=PipeWriter(stdin_fd), stdout=PipeReader(stdout_fd), command=spec.command)
     connection.children.append(child)
     sent: set[types.RequestId] = set()  # ids of requests awaiting the child's answer
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def give_up_on_text() -> None:
         """Text and nothing else for a while: not an MCP server (ends the session, see `not_mcp`)."""
         await anyio.sleep(NOT_MCP_AFTER_S)
         if not child.json_messages:
             connection.not_mcp = True
-            read_send.close()
+            messages.end()
 
-    async def pump_stdout() -> None:
-        framer = LineFramer(MAX_MESSAGE_BYTES)
-        async with read_send:
-            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                async for chunk in child.stdout:
-                    try:
-                        lines = framer.feed(chunk)
-                    except LineTooLong:
-                        connection.oversized = True
-                        return  # closing the stream ends the session: the caller sees the cause
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        message = _parse_line(line)
-                        if message is None:
-                            if not child.non_json_lines and not child.json_messages:
-                                tg.start_soon(give_up_on_text)
-                            child.note_non_json(line)
-                            continue
-                        child.json_messages += 1
-                        if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
-                            if message.message.id in sent:
-                                sent.discard(message.message.id)
-                                child.answers += 1
-                            else:
-                                child.stray_responses += 1
-                        await read_send.send(message)
-                if (rest := framer.rest()).strip() and _parse_line(rest) is None:
-                    child.note_non_json(rest)  # a last line without its newline
-            if not child.json_messages and child.non_json_lines:
-                connection.not_mcp = True  # stdout ended (the child exited) having said only text
-
-    async def pump_stdin() -> None:
-        async with write_recv:
-            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                async for message in write_recv:
-                    if isinstance(message.message, types.JSONRPCRequest):
-                        sent.add(message.message.id)
-                    await child.stdin.send(encode(message))
+    messages = ChildMessages(child, connection, sent, on_first_text=lambda: tg.start_soon(give_up_on_text))
+    requests = ChildRequests(child, sent)
 
     async def pump_stderr() -> None:
         assert process.stderr is not None
@@ -306,18 +276,129 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
                 child.feed_stderr(chunk)
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(pump_stdout)
-        tg.start_soon(pump_stdin)
         tg.start_soon(pump_stderr)
         graceful = False
         try:
-            yield read_recv, write_send
+            yield messages, requests
             graceful = not connection.kill
         finally:
             with anyio.CancelScope(shield=True):
                 await child.stop(graceful=graceful)
                 await _finish(connection, launch)
             tg.cancel_scope.cancel()
+
+
+class ChildMessages(ReadEnd):
+    """The child's stdout as the session's read stream: each line is framed and parsed where the
+    session asks for its next message.
+
+    No task and no memory stream stand between the pipe and the session: a relay task cost each
+    message one more task switch and two checkpoints, about a tenth of a warm call's CPU. What the
+    relay did is done here: the cap on one message (`oversized`), the count of JSON-RPC messages
+    and of answers, and text that is not JSON-RPC noted (the first starts `on_first_text`'s clock).
+    `end()` ends the stream, waking a read that waits for the child.
+    """
+
+    def __init__(
+        self, child: Child, connection: Connection, sent: set[types.RequestId], on_first_text: Callable[[], None]
+    ) -> None:
+        self._child = child
+        self._connection = connection
+        self._sent = sent
+        self._on_first_text = on_first_text
+        self._framer = LineFramer(MAX_MESSAGE_BYTES)
+        self._ready: deque[SessionMessage] = deque()
+        self._ended = False
+        self._reading: anyio.CancelScope | None = None
+
+    def end(self) -> None:
+        self._ended = True
+        if self._reading is not None:
+            self._reading.cancel()
+
+    async def receive(self) -> SessionMessage:
+        while not self._ready:
+            if self._ended:
+                raise anyio.EndOfStream
+            chunk: bytes | None = None
+            with anyio.CancelScope() as self._reading:  # cancelled by `end()`
+                chunk = await self._next_chunk()
+            self._reading = None
+            if chunk is None:
+                self._at_end()
+            elif not self._ended:
+                self._take(chunk)
+        return self._ready.popleft()
+
+    async def _next_chunk(self) -> bytes | None:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, StopAsyncIteration):
+            return await anext(self._child.stdout)
+        return None
+
+    def _take(self, chunk: bytes) -> None:
+        child = self._child
+        try:
+            lines = self._framer.feed(chunk)
+        except LineTooLong:
+            self._connection.oversized = True  # ending the stream ends the session: the caller sees the cause
+            self._ended = True
+            return
+        for line in lines:
+            if not line.strip():
+                continue
+            message = _parse_line(line)
+            if message is None:
+                if not child.non_json_lines and not child.json_messages:
+                    self._on_first_text()
+                child.note_non_json(line)
+                continue
+            child.json_messages += 1
+            if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+                if message.message.id in self._sent:
+                    self._sent.discard(message.message.id)
+                    child.answers += 1
+                else:
+                    child.stray_responses += 1
+            self._ready.append(message)
+
+    def _at_end(self) -> None:
+        child = self._child
+        self._ended = True
+        if (rest := self._framer.rest()).strip() and _parse_line(rest) is None:
+            child.note_non_json(rest)  # a last line without its newline
+        if not child.json_messages and child.non_json_lines:
+            self._connection.not_mcp = True  # stdout ended (the child exited) having said only text
+
+    async def aclose(self) -> None:
+        self.end()
+
+
+class ChildRequests:
+    """The session's write stream: each message written to the child's stdin by the sender itself
+    (no relay task), the ids of its requests noted for `ChildMessages`. A child that closed its
+    stdin fails the send as a closed memory stream would, which the SDK reports as the connection
+    closed."""
+
+    def __init__(self, child: Child, sent: set[types.RequestId]) -> None:
+        self._child = child
+        self._sent = sent
+
+    async def send(self, message: SessionMessage) -> None:
+        if isinstance(message.message, types.JSONRPCRequest):
+            self._sent.add(message.message.id)
+        try:
+            await self._child.stdin.send(encode(message))
+        except OSError as exc:  # the child closed its stdin, or exited
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        """The session is done writing; the child's stdin is closed when it is stopped."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 async def _release(gate: Gate, process: Process, pipes: tuple[int, int], command: str) -> None:

@@ -1,14 +1,15 @@
-"""`PipeWriter`: lines to a pipe written on the loop, for the host's stdout and each child's stdin."""
+"""`PipeWriter` and `PipeReader`: a pipe written and read on the loop, for the host's stdio and each child's."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import anyio
 import pytest
 from anyio.abc import TaskStatus
 
-from bridge.downstream.framing import PipeWriter
+from bridge.downstream.framing import READ_SIZE, PipeReader, PipeWriter
 
 BIG = b"x" * (1 << 20) + b"\n"  # far past a pipe's 64 KiB buffer: many partial writes
 
@@ -61,3 +62,27 @@ async def test_a_reader_gone_is_a_broken_pipe() -> None:
     with pytest.raises(BrokenPipeError):
         await writer.send(b"line\n")
     writer.close()
+
+
+async def test_a_reader_whose_input_never_runs_dry_still_lets_the_loop_run_other_tasks(tmp_path: Path) -> None:
+    """A child flooding its stdout is read without a wait between chunks; each chunk still yields
+    to the loop once, so the session reading it cannot starve the host's calls."""
+    flood = tmp_path / "flood"
+    flood.write_bytes(b"x" * (READ_SIZE * 16))  # a file: every read returns at once
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0)
+
+    fd = os.open(flood, os.O_RDONLY)
+    reader = PipeReader(fd)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        chunks = [chunk async for chunk in reader]
+        tg.cancel_scope.cancel()
+    reader.close()
+    assert len(chunks) == 16
+    assert ticks >= 15  # a turn between every two chunks
