@@ -25,8 +25,11 @@ from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.client.session import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
+from mcp.server.runner import _serve_legacy_stream, _serve_modern_stream
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.auth import AuthorizationCodeResult
+from mcp.shared.message import SessionMessage
 from starlette.applications import Starlette
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
     "live_http_sessions",
     "lowlevel_server",
     "send_unchecked",
+    "serve_era",
     "SharedTokenStorage",
     "StoredOAuth",
     "TransportStreams",
@@ -54,6 +58,27 @@ def lifespan(app: FastMCP) -> AbstractAsyncContextManager[Any]:
 def lowlevel_server(app: FastMCP) -> Server[Any]:
     """The SDK server FastMCP drives; the stdio face runs one serving loop of it per protocol era."""
     return app._mcp_server
+
+
+class Duplex(ReadStream[SessionMessage | Exception], WriteStream[SessionMessage], Protocol):
+    """One object that is a serving loop's read stream and its write stream."""
+
+
+async def serve_era(server: Server[Any], streams: Duplex, modern: bool, options: InitializationOptions) -> None:
+    """What `Server.run` does, in an era the caller already knows (the stdio face read the first
+    request itself): the server's lifespan, then the SDK's serving loop of that era. `Server.run`
+    would find the era by reading up to the first request and relaying the rest to the loop through
+    a task and a memory stream, one more task switch and two checkpoints on every message."""
+    async with server.lifespan(server) as state:
+        try:
+            if modern:
+                await _serve_modern_stream(server, streams, streams, lifespan_state=state, raise_exceptions=False)
+            else:
+                await _serve_legacy_stream(
+                    server, streams, streams, lifespan_state=state, session_id=None, init_options=options, raise_exceptions=False
+                )
+        finally:
+            await streams.aclose()
 
 
 def initialization_options(app: FastMCP) -> InitializationOptions:

@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.message import SessionMessage
 
 from bridge import internals
 from bridge.models import HttpServerSpec
@@ -181,3 +182,55 @@ def test_an_unchecked_request_returns_the_raw_result_in_both_eras() -> None:
     for mode in ("legacy", "auto"):
         raw = anyio.run(ask, mode)
         assert [tool["name"] for tool in raw["tools"]] == ["ping"]  # type: ignore[index, union-attr]
+
+
+class _Duplex:
+    """A serving loop's read and write stream in one object, as the stdio face's segment is."""
+
+    def __init__(self) -> None:
+        self.to_server, self._inbox = anyio.create_memory_object_stream[SessionMessage | Exception](8)
+        self._outbox, self.from_server = anyio.create_memory_object_stream[SessionMessage](8)
+
+    async def receive(self) -> SessionMessage | Exception:
+        return await self._inbox.receive()
+
+    def __aiter__(self) -> _Duplex:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        return await self._inbox.__anext__()
+
+    async def send(self, message: SessionMessage) -> None:
+        await self._outbox.send(message)
+
+    async def aclose(self) -> None:
+        await self._inbox.aclose()
+
+    async def __aenter__(self) -> _Duplex:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def test_serve_era_serves_the_era_it_is_told_on_one_duplex_stream() -> None:
+    """The handshake era answers `initialize`; the 2026-07-28 era refuses it, as the SDK's own
+    dual-era loop would after reading the first request itself."""
+
+    async def initialize(modern: bool) -> mcp_types.JSONRPCMessage:
+        app = FastMCP("canary")
+        duplex = _Duplex()
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        request = mcp_types.JSONRPCRequest(jsonrpc="2.0", id=1, method="initialize", params=params)
+        async with internals.lifespan(app), anyio.create_task_group() as tg:
+            server = internals.lowlevel_server(app)
+            tg.start_soon(internals.serve_era, server, duplex, modern, internals.initialization_options(app))
+            await duplex.to_server.send(SessionMessage(request))
+            answer = await duplex.from_server.receive()
+            duplex.to_server.close()  # end of input ends the loop
+        return answer.message
+
+    legacy = anyio.run(initialize, False)
+    assert isinstance(legacy, mcp_types.JSONRPCResponse) and legacy.result["serverInfo"]["name"] == "canary"
+    modern = anyio.run(initialize, True)
+    assert isinstance(modern, mcp_types.JSONRPCError) and modern.error.code == mcp_types.UNSUPPORTED_PROTOCOL_VERSION

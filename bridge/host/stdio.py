@@ -32,15 +32,13 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import mcp_types
-from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from fastmcp import FastMCP
 from fastmcp.server.context import reset_transport, set_transport
 from mcp.server.stdio import stdio_server
@@ -55,10 +53,12 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from bridge import internals
-from bridge.downstream.framing import LineFramer, PipeReader, PipeWriter, encode
+from bridge.downstream.framing import LineFramer, PipeReader, PipeWriter, ReadEnd, encode
 
 Inbound = SessionMessage | Exception
 Send = Callable[[SessionMessage], Awaitable[None]]
+
+_LEAD_LIMIT = 8  # the SDK's `_PRE_REQUEST_REPLAY_LIMIT`: frames kept from before the first request
 
 
 
@@ -150,23 +150,69 @@ def _opens_modern(request: JSONRPCRequest) -> bool:
     return request.method != "initialize" and isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
-class _Segment:
+class _Segment(ReadEnd):
     """One SDK serving loop, the era its first request chose, and the answers it still owes.
 
-    It is also the loop's write stream: each answer goes straight to stdout, settling its request.
+    It is the loop's read stream and its write stream both. The SDK's dispatcher reads the wire
+    through it, with no task or memory stream between (each cost a call one more task switch and
+    two checkpoints); each answer goes straight to stdout, settling its request. When `initialize`
+    arrives on a 2026-07-28 segment, the segment waits until it owes nothing, then ends its stream
+    and hands that `initialize` on (`handed_on`) to the next segment.
     """
 
-    def __init__(self, send: Send) -> None:
-        self.inbox: MemoryObjectSendStream[Inbound]
-        self.inbox_out: MemoryObjectReceiveStream[Inbound]
-        self.inbox, self.inbox_out = anyio.create_memory_object_stream[Inbound]()
+    def __init__(self, send: Send, wire: AsyncIterator[Inbound], first: Inbound | None = None) -> None:
         self._send = send
+        self._wire = wire
+        self._first = first
+        self._lead: deque[Inbound] = deque()
         self.modern: bool | None = None
         self.owed: set[Any] = set()
         self.settled = anyio.Event()
         self.settled.set()
+        self.ended = anyio.Event()  # no more input for this segment: the wire ended, or was handed on
+        self.handed_on: Inbound | None = None
 
-    def takes(self, item: Inbound) -> None:
+    async def opening(self) -> None:
+        """Read up to the first request, which fixes the era (`modern`), keeping what came before it
+        as the SDK does: at most `_LEAD_LIMIT` frames, the rest dropped."""
+        while self.modern is None:
+            item = await self._next()
+            if item is None:
+                return
+            if _request(item) is None and len(self._lead) >= _LEAD_LIMIT:
+                continue
+            self._lead.append(item)
+
+    async def receive(self) -> Inbound:
+        if self._lead:
+            return self._lead.popleft()
+        item = await self._next()
+        if item is None:
+            raise anyio.EndOfStream
+        return item
+
+    async def _next(self) -> Inbound | None:
+        """The next item this segment takes from the wire, or None once it takes no more."""
+        if self.ended.is_set():
+            return None
+        if self._first is not None:
+            item, self._first = self._first, None
+        else:
+            try:
+                item = await anext(self._wire)
+            except StopAsyncIteration:
+                self.ended.set()
+                return None
+        request = _request(item)
+        if request is not None and request.method == "initialize" and self.modern:
+            await self.settled.wait()
+            self.handed_on = item
+            self.ended.set()
+            return None
+        self._takes(item)
+        return item
+
+    def _takes(self, item: Inbound) -> None:
         request = _request(item)
         if request is not None:
             if self.modern is None:
@@ -183,15 +229,7 @@ class _Segment:
         await self._send(message)
 
     async def aclose(self) -> None:
-        """The loop is done writing; stdout stays open for the segments after it."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+        """The loop is done with the streams; stdin and stdout stay open for the segments after it."""
 
     def _settle(self, request_id: Any) -> None:
         self.owed.discard(request_id)
@@ -200,7 +238,7 @@ class _Segment:
 
 
 class _Relay:
-    """Feeds stdin to the current segment; each segment writes its own answers to stdout."""
+    """Opens a segment for stdin, and the next one each time a segment hands `initialize` on."""
 
     def __init__(self, app: FastMCP, send: Send) -> None:
         self._server = internals.lowlevel_server(app)
@@ -208,20 +246,17 @@ class _Relay:
         self._send = send
 
     async def run(self, stdin: AsyncIterable[Inbound]) -> None:
+        wire = aiter(stdin)
+        first: Inbound | None = None
         async with anyio.create_task_group() as tg:
-            segment = self._open(tg)
-            async for item in stdin:
-                request = _request(item)
-                if request is not None and request.method == "initialize" and segment.modern:
-                    await segment.settled.wait()
-                    await segment.inbox.aclose()
-                    segment = self._open(tg)
-                segment.takes(item)
-                await segment.inbox.send(item)
-            # End of input ends the last loop the way the SDK does: whatever is still running is cancelled.
-            await segment.inbox.aclose()
-
-    def _open(self, tg: TaskGroup) -> _Segment:
-        segment = _Segment(self._send)
-        tg.start_soon(self._server.run, segment.inbox_out, segment, self._options)
-        return segment
+            while True:
+                segment = _Segment(self._send, wire, first)
+                await segment.opening()
+                # Served in the era the segment found; an old loop winds down on its own (it may
+                # still be cancelling a call). End of input ends the last loop the way the SDK
+                # does: whatever is still running is cancelled.
+                tg.start_soon(internals.serve_era, self._server, segment, bool(segment.modern), self._options)
+                await segment.ended.wait()
+                if segment.handed_on is None:
+                    return
+                first = segment.handed_on
