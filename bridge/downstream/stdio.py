@@ -21,6 +21,7 @@ import functools
 import logging
 import os
 import signal
+import subprocess
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -30,7 +31,6 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 import mcp_types as types
-from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 
 from bridge.downstream.framing import (
@@ -89,11 +89,15 @@ class ChildSupport:
 
 @dataclass
 class Child:
-    """One spawned stdio child: its process (group leader), stderr tail, and what it said on stdout."""
+    """One spawned stdio child: its process (group leader), stderr tail, and what it said on stdout.
 
-    process: Process
-    stdin: PipeWriter  # its stdin and stdout, written and read by the bridge itself
+    Its exit is seen by polling (`poll()` reaps it): no watcher thread or loop transport per child.
+    """
+
+    process: subprocess.Popen[bytes]
+    stdin: PipeWriter  # its stdin, stdout and stderr, written and read by the bridge itself
     stdout: PipeReader
+    stderr: PipeReader
     command: str
     _tail: bytearray = field(default_factory=bytearray)
     stopped: bool = False  # the bridge signalled it while it still ran
@@ -119,7 +123,7 @@ class Child:
     @property
     def exit_code(self) -> int | None:
         """The code the child exited with by itself; None while it runs, or when the bridge's signal ended it."""
-        code = self.process.returncode
+        code = self.process.poll()
         if code is None or (self.stopped and code < 0):
             return None
         return code
@@ -130,7 +134,9 @@ class Child:
         return not self.answers and bool(self.non_json_lines or self.stray_responses)
 
     def signal_group(self, signum: int) -> None:
-        if self.process.returncode is None and not _has_exited(self.process.pid):
+        # Judged before the signal, so a death the bridge did not cause (the OOM killer's, say) is
+        # never taken for one it did.
+        if self.process.poll() is None:
             self.stopped = True
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signum)
@@ -138,9 +144,9 @@ class Child:
     async def wait_exit(self, seconds: float) -> bool:
         """Poll, not `process.wait()`: a grandchild holding the pipes would make that hang."""
         with anyio.move_on_after(seconds):
-            while self.process.returncode is None:
+            while self.process.poll() is None:
                 await anyio.sleep(_POLL_S)
-        return self.process.returncode is not None
+        return self.process.poll() is not None
 
     async def stop(self, *, graceful: bool) -> None:
         """Close stdin and give the child a grace period, or not; then kill the whole group."""
@@ -155,18 +161,7 @@ class Child:
             logger.warning("child %d survived SIGKILL", self.process.pid)
         self.stdin.close()
         self.stdout.close()
-        with anyio.move_on_after(CLOSE_GRACE_S):
-            await self.process.aclose()  # release the pipes and the loop's subprocess transport
-
-
-def _has_exited(pid: int) -> bool:
-    """Whether the child is already dead (killed from outside, say by the OOM killer), without
-    reaping it: the event loop's watcher does that. Judged before the bridge's own signal, so a
-    death the bridge did not cause is never taken for one it did."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:  # already reaped: it exited
-        return True
+        self.stderr.close()
 
 
 def _undo(launch: Launch) -> tuple[Path, ...]:
@@ -232,30 +227,19 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
             if support.proxy is None:
                 raise BridgeError("spawn_failed", "This server's network goes through the bridge's proxy, which is not running.")
             await support.proxy.listen(launch.proxy)
-        # The bridge reads and writes the child's ends itself (`PipeReader`, `PipeWriter`).
-        child_stdin, stdin_fd = os.pipe()
-        stdout_fd, child_stdout = os.pipe()
-        try:
-            process = await anyio.open_process(
-                [launch.command, *launch.args], stdin=child_stdin, stdout=child_stdout, env=launch.env,
-                cwd=launch.cwd, start_new_session=True, pass_fds=launch.pass_fds,
-            )  # fmt: skip
-        except BaseException:
-            os.close(stdin_fd)
-            os.close(stdout_fd)
-            raise
-        finally:
-            os.close(child_stdin)
-            os.close(child_stdout)
+        process, (stdin_fd, stdout_fd, stderr_fd) = _spawn(launch)
         if launch.gate is not None:
-            await _release(launch.gate, process, (stdin_fd, stdout_fd), spec.command)
+            await _release(launch.gate, process, (stdin_fd, stdout_fd, stderr_fd), spec.command)
     except OSError as exc:
         await _finish(connection, launch)
         raise BridgeError("spawn_failed", f"Cannot start {spec.command}: {exc.strerror or exc}", command=spec.command) from None
     except BaseException:
         await _finish(connection, launch)
         raise
-    child = Child(process=process, stdin=PipeWriter(stdin_fd), stdout=PipeReader(stdout_fd), command=spec.command)
+    child = Child(
+        process=process, stdin=PipeWriter(stdin_fd), stdout=PipeReader(stdout_fd), stderr=PipeReader(stderr_fd),
+        command=spec.command,
+    )  # fmt: skip
     connection.children.append(child)
     sent: set[types.RequestId] = set()  # ids of requests awaiting the child's answer
 
@@ -270,9 +254,8 @@ async def stdio_transport(connection: Connection, spec: StdioServerSpec) -> Asyn
     requests = ChildRequests(child, sent)
 
     async def pump_stderr() -> None:
-        assert process.stderr is not None
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            async for chunk in process.stderr:
+        with suppress(anyio.ClosedResourceError, OSError):
+            async for chunk in child.stderr:
                 child.feed_stderr(chunk)
 
     async with anyio.create_task_group() as tg:
@@ -401,7 +384,31 @@ class ChildRequests:
         await self.aclose()
 
 
-async def _release(gate: Gate, process: Process, pipes: tuple[int, int], command: str) -> None:
+def _spawn(launch: Launch) -> tuple[subprocess.Popen[bytes], tuple[int, int, int]]:
+    """Start the launch's command, and the bridge's ends of its stdin, stdout and stderr.
+
+    By `subprocess.Popen`, never the event loop's own spawn: uvloop's does not close the
+    descriptors a child would inherit, and only `pass_fds` may reach a sandboxed child."""
+    ends: list[tuple[int, int]] = []  # (the child's end, the bridge's end) of stdin, stdout, stderr
+    try:
+        for child_reads in (True, False, False):
+            read_end, write_end = os.pipe()
+            ends.append((read_end, write_end) if child_reads else (write_end, read_end))
+        process = subprocess.Popen(
+            [launch.command, *launch.args], stdin=ends[0][0], stdout=ends[1][0], stderr=ends[2][0], env=launch.env,
+            cwd=launch.cwd, start_new_session=True, pass_fds=launch.pass_fds,
+        )  # fmt: skip
+    except BaseException:
+        for _, ours in ends:
+            os.close(ours)
+        raise
+    finally:
+        for theirs, _ in ends:
+            os.close(theirs)
+    return process, (ends[0][1], ends[1][1], ends[2][1])
+
+
+async def _release(gate: Gate, process: subprocess.Popen[bytes], pipes: tuple[int, ...], command: str) -> None:
     """Bound the held child and let it run (in a thread: a root bridge's cgroup join waits ~10 ms,
     while bwrap sets up). Shielded: a held child is always either let go or killed."""
     try:
@@ -410,10 +417,10 @@ async def _release(gate: Gate, process: Process, pipes: tuple[int, int], command
     except BaseException as exc:
         for fd in pipes:
             os.close(fd)
-        with suppress(ProcessLookupError):
-            process.kill()  # already dead when the gate failed; not when the gate itself broke
+        process.kill()  # already dead when the gate failed; not when the gate itself broke
         with anyio.move_on_after(CLOSE_GRACE_S, shield=True):
-            await process.aclose()
+            while process.poll() is None:
+                await anyio.sleep(_POLL_S)
         if isinstance(exc, GateFailed):
             raise BridgeError("spawn_failed", f"Cannot start {command} in the sandbox: {exc.strerror}", command=command) from None
         raise

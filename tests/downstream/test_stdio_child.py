@@ -2,45 +2,67 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 
-import anyio
+import pytest
+from bridge_support import MakeBridge, StdioArgs
 
 from bridge.downstream.framing import PipeReader, PipeWriter
 from bridge.downstream.stdio import Child
 
 
-async def sleeper() -> Child:
-    """`sleep 30` in a session of its own, its stdin and stdout pipes the test holds, as the bridge spawns."""
-    stdin, to_child = os.pipe()
-    from_child, stdout = os.pipe()
-    try:
-        process = await anyio.open_process(["sleep", "30"], stdin=stdin, stdout=stdout, start_new_session=True)
-    finally:
-        os.close(stdin)
-        os.close(stdout)
-    return Child(process=process, stdin=PipeWriter(to_child), stdout=PipeReader(from_child), command="sleep")
+def sleeper() -> Child:
+    """`sleep 30` in a session of its own, its stdin, stdout and stderr pipes the test holds, as the bridge spawns."""
+    ends = [os.pipe() for _ in range(3)]
+    process = subprocess.Popen(
+        ["sleep", "30"], stdin=ends[0][0], stdout=ends[1][1], stderr=ends[2][1], start_new_session=True
+    )  # fmt: skip
+    for fd in (ends[0][0], ends[1][1], ends[2][1]):
+        os.close(fd)
+    return Child(
+        process=process, stdin=PipeWriter(ends[0][1]), stdout=PipeReader(ends[1][0]), stderr=PipeReader(ends[2][0]),
+        command="sleep",
+    )  # fmt: skip
 
 
 async def test_a_child_killed_from_outside_before_the_bridge_signals_it_keeps_its_exit_code() -> None:
-    """As the OOM killer does it: the child is dead, the loop has not yet seen it, and the bridge's
+    """As the OOM killer does it: the child is dead, the bridge has not yet looked, and its
     clean-up SIGKILL follows. Judged before signalling, the death is the child's own (-9)."""
-    child = await sleeper()
+    child = sleeper()
     process = child.process
     os.kill(process.pid, signal.SIGKILL)
-    try:  # block until it is dead, without yielding to the loop (whose watcher would record it)
-        os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
-    except ChildProcessError:  # the watcher's thread reaped it first: dead all the same
-        pass
-    assert process.returncode is None  # the loop has not seen the death yet: the window of the race
+    os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)  # dead, and not yet reaped
+    assert process.returncode is None  # the bridge has not looked yet: the window of the race
     child.signal_group(signal.SIGKILL)
     assert await child.wait_exit(30)
     assert child.exit_code == -signal.SIGKILL
 
 
 async def test_a_child_the_bridge_stops_has_no_exit_code_of_its_own() -> None:
-    child = await sleeper()
+    child = sleeper()
     child.signal_group(signal.SIGKILL)
     assert await child.wait_exit(30)
     assert child.exit_code is None
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_a_child_inherits_only_its_stdin_stdout_and_stderr(
+    make_bridge: MakeBridge, stdio_args: StdioArgs, sandbox: str
+) -> None:
+    """Nothing of the bridge's reaches a child (its audit file, the host's wire, the gate's pipes),
+    sandboxed or not. The loop's own spawn would not ensure it: uvloop's leaves every inheritable
+    descriptor open in the child, so the bridge spawns with `subprocess.Popen`."""
+    leak = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(leak, True)  # what the bridge's process may hold: inheritable, yet no child's
+    try:
+        bridge = make_bridge(sandbox=sandbox)
+        assert not bridge.add_server("fds", command=sys.executable, args_json=stdio_args("descriptors")).is_error
+        reply = bridge.call_tool("fds", "inherited", "{}")
+    finally:
+        os.close(leak)
+    assert not reply.is_error, reply.text
+    assert json.loads(reply.data.text) == [0, 1, 2]
