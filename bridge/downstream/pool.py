@@ -83,6 +83,7 @@ class _Live:
     stopping: bool = False
     kill: bool = False
     wake: anyio.Event = field(default_factory=anyio.Event)
+    awaits_release: bool = False  # the owner waits for the session's last caller to let go
     closed: anyio.Event = field(default_factory=anyio.Event)
 
     @property
@@ -91,7 +92,6 @@ class _Live:
 
     def touch(self) -> None:
         self.last_used = anyio.current_time()
-        self.wake.set()
 
     def request_stop(self, *, kill: bool) -> None:
         self.stopping = True
@@ -258,17 +258,23 @@ class Sessions:
             await client.set_logging_level(level)
 
     async def _hold(self, live: _Live) -> None:
-        """Wait until asked to stop, or until the session has been idle for `idle_s`."""
+        """Wait until asked to stop, or until the session has been idle for `idle_s`.
+
+        A call does not wake the owner (that cost each warm call two task switches): when the idle
+        time since the last use it knew of runs out, the owner looks again, and waits on if the
+        session was used since, or until the last release if it is in use."""
         while not live.stopping:
-            live.wake = anyio.Event()
-            if live.in_use:
-                await live.wake.wait()
-                continue
             remaining = live.last_used + self.settings.idle_s - anyio.current_time()
-            if remaining <= 0:
+            if remaining <= 0 and not live.in_use:
                 return
-            with anyio.move_on_after(remaining):
+            live.wake = anyio.Event()
+            if remaining > 0:
+                with anyio.move_on_after(remaining):
+                    await live.wake.wait()
+            else:  # in use past its idle time: the last release wakes the owner
+                live.awaits_release = True
                 await live.wake.wait()
+                live.awaits_release = False
 
     def _message_handler(self, live: _Live) -> Callable[[IncomingMessage], Awaitable[None]]:
         async def handle(message: IncomingMessage) -> None:
@@ -311,6 +317,8 @@ class Sessions:
     def _release(self, live: _Live) -> None:
         live.in_use -= 1
         live.touch()
+        if live.awaits_release and not live.in_use:
+            live.wake.set()
 
     def _all(self) -> list[_Live]:
         return [live for lives in self._live.values() for live in lives]
