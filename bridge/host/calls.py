@@ -91,15 +91,19 @@ def invalid_arguments(tool: str, error: ValidationError) -> Reply:
     return Reply(text=output.error(data), data=data)
 
 
-def wire_result(reply: Reply) -> mt.CallToolResult | mt.InputRequiredResult:
-    """The reply as the SDK sends it: a 2026-07-28 host's asks as `input_required`."""
+def wire_result(reply: Reply) -> dict[str, Any] | mt.InputRequiredResult:
+    """The reply as the SDK sends it: a 2026-07-28 host's asks as `input_required`. A result as
+    the wire mapping, which the SDK validates against the host's protocol version anyway: as a
+    `CallToolResult`, its blocks were built and dumped once more on the way."""
     if reply.input_required is not None:
         return reply.input_required
-    return mt.CallToolResult(
-        content=[mt.TextContent(type="text", text=reply.text), *reply.blocks],
-        structured_content=reply.data.model_dump(mode="json", exclude_none=True),
-        is_error=reply.is_error,
-    )
+    blocks = [block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in reply.blocks]
+    return {
+        "content": [{"type": "text", "text": reply.text}, *blocks],
+        "structuredContent": reply.data.model_dump(mode="json", exclude_none=True),
+        "isError": reply.is_error,
+        "resultType": "complete",  # 2026-07-28 requires it; the handshake era's schema drops it
+    }
 
 
 def _input_schema() -> dict[str, Any]:
@@ -117,7 +121,7 @@ def answer_directly(app: FastMCP, bridge: Bridge) -> None:
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult | mt.InputRequiredResult:
+    ) -> mt.CallToolResult | mt.InputRequiredResult | dict[str, Any]:
         if params.name != TOOL:
             return await fastmcp_handler(ctx, params)
         try:
