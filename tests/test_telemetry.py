@@ -4,9 +4,11 @@ span, with the server, tools, session reuse and outcome as attributes and nothin
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from bridge_support import MakeBridge
@@ -86,3 +88,26 @@ def test_with_no_tracer_provider_no_span_is_made() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "none", done.stderr
+
+
+@pytest.mark.parametrize("provider", [False, True], ids=["none", "set-up"])
+def test_a_bridge_serving_with_no_tracer_provider_turns_fastmcps_own_telemetry_off(
+    provider: bool, tmp_path: Path
+) -> None:
+    """FastMCP's seam span per request would be another no-op costing each call; with a provider
+    set up before serving (as `opentelemetry-instrument` does), FastMCP's spans stay on."""
+    seen = tmp_path / "mode"
+    launcher = "\n".join([
+        "import atexit, sys",
+        "import fastmcp",
+        f"atexit.register(lambda: open({str(seen)!r}, 'w').write(fastmcp.settings.telemetry_mode))",
+        *(["from opentelemetry import trace", "from opentelemetry.sdk.trace import TracerProvider",
+           "trace.set_tracer_provider(TracerProvider())"] if provider else []),
+        "from bridge.cli.main import main",
+        "sys.exit(main())",
+    ])  # fmt: skip
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "MCP_STATE_DIR": str(tmp_path / "state"),
+           "MCP_WORKSPACE": str(tmp_path)}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", launcher], input=b"", capture_output=True, env=env, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert seen.read_text() == ("native" if provider else "off")

@@ -17,8 +17,10 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import fastmcp
 from pydantic import ValidationError
 
+from bridge import telemetry
 from bridge.host import stdio
 from bridge.host.app import build_app
 from bridge.internals import fastmcp_env_file
@@ -86,6 +88,8 @@ def main(
         # Served on the worker loop itself: a tool call then awaits its downstream session there,
         # with no hop between threads. The main thread waits, and takes the signals.
         signal.signal(signal.SIGTERM, _terminated)
+        if not telemetry.configured():  # FastMCP's spans would be no-ops costing a warm call ~50 µs
+            fastmcp.settings.telemetry_mode = "off"
         gc.freeze()  # what start-up made lives as long as the bridge: collections need not look at it again
         try:
             bridge.runtime.run(serve)
