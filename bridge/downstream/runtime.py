@@ -4,33 +4,19 @@ A client session must live on one loop for as long as it stays warm, while its c
 anywhere: the host face's loop (in stdio mode, this very loop), a sync caller, a plain thread. They
 hand coroutines to this loop through an anyio blocking portal (`run` blocks, `run_async` awaits;
 the portal only refuses its own thread, where waiting would deadlock).
-
-The loop is uvloop's where it exists (not on Windows): a warm call is a few dozen task steps,
-callbacks and I/O waits on each face, and uvloop runs them in C, about a seventh of the bridge's CPU
-per call. Children are never spawned through the loop (see `downstream.stdio._spawn`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 T = TypeVar("T")
-
-
-def loop_options() -> dict[str, Any]:
-    """anyio's options for the worker loop: uvloop's loop where uvloop is installed for this platform."""
-    if sys.platform == "win32":
-        return {}
-    import uvloop
-
-    return {"loop_factory": uvloop.new_event_loop}
 
 
 class Runtime:
@@ -50,7 +36,7 @@ class Runtime:
     def _get_portal(self) -> BlockingPortal:
         with self._lock:
             if self._portal is None:
-                self._portal_cm = start_blocking_portal(name="mcp-bridge-worker", backend_options=loop_options())
+                self._portal_cm = start_blocking_portal(name="mcp-bridge-worker")
                 self._portal = self._portal_cm.__enter__()
                 self._loop_thread = self._portal.call(threading.get_ident)
                 for service in self._services:

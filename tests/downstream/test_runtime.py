@@ -128,13 +128,3 @@ def test_a_closed_bridge_starts_its_worker_loop_again_on_the_next_call(echo_brid
     assert echo(echo_bridge, "before").text == "before"
     echo_bridge.close()
     assert echo(echo_bridge, "after").text == "after"
-
-
-def test_the_worker_loop_is_uvloops(bridge: Bridge) -> None:
-    """Both faces and every session run on it: its callbacks and I/O waits run in C."""
-    import uvloop
-
-    async def loop() -> asyncio.AbstractEventLoop:
-        return asyncio.get_running_loop()
-
-    assert isinstance(bridge.runtime.run(loop), uvloop.Loop)
