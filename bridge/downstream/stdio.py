@@ -387,8 +387,9 @@ class ChildRequests:
 def _spawn(launch: Launch) -> tuple[subprocess.Popen[bytes], tuple[int, int, int]]:
     """Start the launch's command, and the bridge's ends of its stdin, stdout and stderr.
 
-    By `subprocess.Popen`, never the event loop's own spawn: uvloop's does not close the
-    descriptors a child would inherit, and only `pass_fds` may reach a sandboxed child."""
+    By `subprocess.Popen`, not the event loop's subprocess machinery: no watcher thread or transport
+    per child, and `close_fds` holds whatever the loop is (uvloop's spawn, for one, leaves every
+    inheritable descriptor open), so only `pass_fds` reach a sandboxed child."""
     ends: list[tuple[int, int]] = []  # (the child's end, the bridge's end) of stdin, stdout, stderr
     try:
         for child_reads in (True, False, False):

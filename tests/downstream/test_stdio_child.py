@@ -54,8 +54,8 @@ def test_a_child_inherits_only_its_stdin_stdout_and_stderr(
     make_bridge: MakeBridge, stdio_args: StdioArgs, sandbox: str
 ) -> None:
     """Nothing of the bridge's reaches a child (its audit file, the host's wire, the gate's pipes),
-    sandboxed or not. The loop's own spawn would not ensure it: uvloop's leaves every inheritable
-    descriptor open in the child, so the bridge spawns with `subprocess.Popen`."""
+    sandboxed or not. An event loop's own spawn need not ensure it (uvloop's leaves every
+    inheritable descriptor open in the child), so the bridge spawns with `subprocess.Popen`."""
     leak = os.open(os.devnull, os.O_RDONLY)
     os.set_inheritable(leak, True)  # what the bridge's process may hold: inheritable, yet no child's
     try:
