@@ -287,7 +287,9 @@ class Sessions:
 
     async def _acquire(self, name: str, connection: Connection, abilities: Abilities) -> _Live:
         spec = connection.spec
-        lock = self._opening.setdefault(name, anyio.Lock())
+        lock = self._opening.get(name)
+        if lock is None:  # fast_acquire: taken uncontended (a warm call), it does not yield to the loop
+            lock = self._opening[name] = anyio.Lock(fast_acquire=True)
         async with lock:
             for stale in [live for live in self._live.get(name, []) if live.spec != spec and not live.stopping]:
                 await self._close(stale, kill=False)
