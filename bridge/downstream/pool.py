@@ -285,6 +285,18 @@ class Sessions:
 
     # -- caller side --------------------------------------------------------------------------
 
+    def _reuse(self, name: str, spec: ServerSpec, abilities: Abilities) -> _Live | None:
+        """A warm call's session, taken at once: a free one for the spec and abilities, when no
+        session of an older spec is left for `_acquire` to close. None: `_acquire` decides."""
+        lives = self._live.get(name, [])
+        if any(live.spec != spec and not live.stopping for live in lives):
+            return None
+        live = next((live for live in lives if live.free_for(spec, abilities)), None)
+        if live is not None:
+            live.in_use += 1
+            live.touch()
+        return live
+
     async def _acquire(self, name: str, connection: Connection, abilities: Abilities) -> _Live:
         spec = connection.spec
         lock = self._opening.get(name)
@@ -293,26 +305,24 @@ class Sessions:
         async with lock:
             for stale in [live for live in self._live.get(name, []) if live.spec != spec and not live.stopping]:
                 await self._close(stale, kill=False)
-            live = next((live for live in self._live.get(name, []) if live.free_for(spec, abilities)), None)
-            if live is None:
-                self.backoff.check(name, spec)
-                await self._make_room()
-                # Born in use: the owner must not see an idle session before its first caller.
-                live = _Live(name=name, connection=connection, abilities=abilities, in_use=1)
-                assert self._tg is not None, "Sessions.serve() is not running"
-                self._live.setdefault(name, []).append(live)
-                try:
-                    await self._tg.start(self._own, live)
-                except BaseException as exc:
-                    lives = self._live.get(name, [])
-                    if live in lives:
-                        lives.remove(live)
-                    if isinstance(exc, BridgeError):
-                        self.backoff.failed(name, spec, exc)
-                    raise
-                self.backoff.reset(name)
-            else:
-                live.in_use += 1
+            if (reused := self._reuse(name, spec, abilities)) is not None:
+                return reused
+            self.backoff.check(name, spec)
+            await self._make_room()
+            # Born in use: the owner must not see an idle session before its first caller.
+            live = _Live(name=name, connection=connection, abilities=abilities, in_use=1)
+            assert self._tg is not None, "Sessions.serve() is not running"
+            self._live.setdefault(name, []).append(live)
+            try:
+                await self._tg.start(self._own, live)
+            except BaseException as exc:
+                lives = self._live.get(name, [])
+                if live in lives:
+                    lives.remove(live)
+                if isinstance(exc, BridgeError):
+                    self.backoff.failed(name, spec, exc)
+                raise
+            self.backoff.reset(name)
             live.touch()
             return live
 
@@ -369,11 +379,14 @@ class Sessions:
     async def _use_traced(
         self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]], call: CallRelay | None, span: Span
     ) -> T:
-        live: _Live | None = None
-        connection = self._connection(name, spec)  # used only if a new session must be opened
+        abilities = call.abilities if call is not None else Abilities()
+        live = self._reuse(name, spec, abilities)
+        connection: Connection | None = None
         try:
-            with anyio.fail_after(self.settings.start_timeout):
-                live = await self._acquire(name, connection, call.abilities if call is not None else Abilities())
+            if live is None:
+                connection = self._connection(name, spec)
+                with anyio.fail_after(self.settings.start_timeout):
+                    live = await self._acquire(name, connection, abilities)
             span.set_attribute(telemetry.SESSION, "started" if live.connection is connection else "reused")
             deadline = anyio.CancelScope(deadline=anyio.current_time() + self.settings.timeout)
             if call is not None:
@@ -392,7 +405,7 @@ class Sessions:
             raise
         except Exception as exc:
             if live is None:
-                if isinstance(exc, TimeoutError):
+                if isinstance(exc, TimeoutError) and connection is not None:
                     error = connection.classify(exc)
                     self.backoff.failed(name, spec, error)
                     raise error from exc
