@@ -78,6 +78,22 @@ async def interleaved(direct: Callable[[], Awaitable[Any]], bridged: Callable[[]
     return statistics.median(bridged_times), statistics.median(direct_times)
 
 
+def back_to_back(first: Client, second: Client) -> Callable[[], Awaitable[Any]]:
+    """Two direct echo calls in turn: the two MCP round trips a bridged call makes, with nothing of
+    the bridge's own in between."""
+
+    async def both() -> Any:
+        await first.call_tool("echo", {"text": "x"})
+        return await second.call_tool("echo", {"text": "x"})
+
+    return both
+
+
+def floor_row(what: str, floor: float, direct: float) -> Row:
+    """The row above's floor: what a bridge that added nothing to its two hops would measure."""
+    return Row(f"floor of the row above: {what}", ms(floor), ms(direct), f"{floor / direct:.2f}x", "a bridge adding nothing")
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -202,7 +218,9 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             await add(bridge, "echo", sys.executable, ECHO)
             async with Client(direct_echo) as direct:
                 b, d = await interleaved(lambda: direct.call_tool("echo", {"text": "x"}), tool_call(bridge, "echo", "echo", {"text": "x"}), calls)
-            rows.append(ratio_row("warm stdio call, FastMCP echo", b, d, 2.0))
+                rows.append(ratio_row("warm stdio call, FastMCP echo", b, d, 2.0))
+                f, d = await interleaved(lambda: direct.call_tool("echo", {"text": "x"}), back_to_back(direct, direct), calls)
+                rows.append(floor_row("two direct stdio calls back to back", f, d))
             rss_one = rss_kib(bridge_pid())  # one live session
 
             time_command = time_server(base) if with_time else None
@@ -292,7 +310,10 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             async with Client(streamable_http_client(bridge_url)) as bridge, Client(streamable_http_client(direct_url)) as direct:
                 await add(bridge, "echo", sys.executable, ECHO)
                 b, d = await interleaved(lambda: direct.call_tool("echo", {"text": "x"}), tool_call(bridge, "echo", "echo", {"text": "x"}), calls)
-        rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
+                rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
+                async with Client(direct_echo) as direct_stdio:
+                    f, d = await interleaved(lambda: direct.call_tool("echo", {"text": "x"}), back_to_back(direct, direct_stdio), calls)
+                rows.append(floor_row("a direct HTTP call and a direct stdio call back to back", f, d))
 
         bridge_start = await startup(StdioServerParameters(command=BRIDGE, env=env), cold_runs)
         bare_start = await startup(StdioServerParameters(command=sys.executable, args=[BARE]), cold_runs)
