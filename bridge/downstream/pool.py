@@ -286,12 +286,13 @@ class Sessions:
     # -- caller side --------------------------------------------------------------------------
 
     def _reuse(self, name: str, spec: ServerSpec, abilities: Abilities) -> _Live | None:
-        """A warm call's session, taken at once: a free one for the spec and abilities, when no
-        session of an older spec is left for `_acquire` to close. None: `_acquire` decides."""
+        """A warm call's session, taken at once: an open one free for the spec and abilities, when
+        no session of an older spec is left for `_acquire` to close. None: `_acquire` decides (and
+        waits for a session another caller is opening)."""
         lives = self._live.get(name, [])
         if any(live.spec != spec and not live.stopping for live in lives):
             return None
-        live = next((live for live in lives if live.free_for(spec, abilities)), None)
+        live = next((live for live in lives if live.client is not None and live.free_for(spec, abilities)), None)
         if live is not None:
             live.in_use += 1
             live.touch()
