@@ -189,16 +189,18 @@ class Registry:
         return self.listing()[0]
 
     def get(self, name: str) -> ServerSpec:
-        merged = self.merged()
-        if name not in merged:
+        """The entry of that name, the dynamic one first (it shadows the config's), without building
+        the whole sorted listing on every call."""
+        spec = self.dynamic().get(name) or self.config_servers.get(name)
+        if spec is None:
             raise not_found(
                 "unknown_server",
                 f"No server named {name!r} is registered.",
                 name,
-                list(merged),
+                list(self.merged()),
                 "Call mcp_list_tools without a server to see them.",
             )
-        return merged[name][0]
+        return spec
 
     def baseline(self, name: str) -> Baseline | None:
         try:
