@@ -53,11 +53,12 @@ def output_schema(*success: type[BaseModel]) -> dict[str, Any]:
 
 
 def _result(reply: Reply) -> ToolResult:
-    """The reply as FastMCP's tools return it, holding what `calls.wire_result` sends."""
-    if reply.input_required is not None:  # a 2026-07-28 host answers the server's asks, then calls again
-        return InputRequiredToolResult(reply.input_required)
-    content = [mt.TextContent(type="text", text=reply.text), *reply.blocks]
-    return ToolResult(content=content, structured_content=reply.data.model_dump(mode="json", exclude_none=True), is_error=reply.is_error)
+    """The reply as FastMCP's tools return it; `calls.wire_result` decides what it holds."""
+    wire = calls.wire_result(reply)
+    if isinstance(wire, mt.InputRequiredResult):  # a 2026-07-28 host answers the server's asks, then calls again
+        return InputRequiredToolResult(wire)
+    result = mt.CallToolResult.model_validate(wire)
+    return ToolResult(content=result.content, structured_content=result.structured_content, is_error=result.is_error)
 
 
 class ArgumentErrors(Middleware):
