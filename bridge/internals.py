@@ -25,7 +25,7 @@ from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.client.session import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
-from mcp.server.runner import _serve_legacy_stream, _serve_modern_stream
+from mcp.server.runner import _has_modern_envelope, _serve_legacy_stream, _serve_modern_stream
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.auth import AuthorizationCodeResult
@@ -42,6 +42,7 @@ __all__ = [
     "lifespan",
     "live_http_sessions",
     "lowlevel_server",
+    "opens_modern",
     "send_unchecked",
     "serve_era",
     "SharedTokenStorage",
@@ -58,6 +59,12 @@ def lifespan(app: FastMCP) -> AbstractAsyncContextManager[Any]:
 def lowlevel_server(app: FastMCP) -> Server[Any]:
     """The SDK server FastMCP drives; the stdio face runs one serving loop of it per protocol era."""
     return app._mcp_server
+
+
+def opens_modern(request: mcp_types.JSONRPCRequest) -> bool:
+    """The SDK's rule for a connection's first request: it opens the 2026-07-28 era when it is not
+    `initialize` and carries that era's envelope (`serve_era` is then told which era it found)."""
+    return request.method != "initialize" and _has_modern_envelope(request.params)
 
 
 class Duplex(ReadStream[SessionMessage | Exception], WriteStream[SessionMessage], Protocol):

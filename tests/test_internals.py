@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from typing import Self
 
 import anyio
 import httpx2
@@ -206,7 +207,7 @@ class _Duplex:
     async def aclose(self) -> None:
         await self._inbox.aclose()
 
-    async def __aenter__(self) -> _Duplex:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -234,3 +235,15 @@ def test_serve_era_serves_the_era_it_is_told_on_one_duplex_stream() -> None:
     assert isinstance(legacy, mcp_types.JSONRPCResponse) and legacy.result["serverInfo"]["name"] == "canary"
     modern = anyio.run(initialize, True)
     assert isinstance(modern, mcp_types.JSONRPCError) and modern.error.code == mcp_types.UNSUPPORTED_PROTOCOL_VERSION
+
+
+def test_opens_modern_is_the_sdks_rule_for_a_first_request() -> None:
+    envelope = {"_meta": {mcp_types.PROTOCOL_VERSION_META_KEY: "2026-07-28"}}
+
+    def request(method: str, params: dict[str, object] | None) -> mcp_types.JSONRPCRequest:
+        return mcp_types.JSONRPCRequest(jsonrpc="2.0", id=1, method=method, params=params)
+
+    assert internals.opens_modern(request("tools/list", envelope))
+    assert not internals.opens_modern(request("initialize", envelope))  # the handshake, whatever it carries
+    assert not internals.opens_modern(request("tools/list", {"_meta": {"progressToken": 1}}))
+    assert not internals.opens_modern(request("tools/list", None))

@@ -44,7 +44,6 @@ from fastmcp.server.context import reset_transport, set_transport
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import (
-    PROTOCOL_VERSION_META_KEY,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
@@ -144,12 +143,6 @@ def _request(item: Inbound) -> JSONRPCRequest | None:
     return None
 
 
-def _opens_modern(request: JSONRPCRequest) -> bool:
-    """The SDK's rule: a first request other than `initialize` that carries the 2026-07-28 envelope."""
-    meta = (request.params or {}).get("_meta")
-    return request.method != "initialize" and isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
-
-
 class _Segment(ReadEnd):
     """One SDK serving loop, the era its first request chose, and the answers it still owes.
 
@@ -179,7 +172,7 @@ class _Segment(ReadEnd):
             item = await self._next()
             if item is None:
                 return
-            if _request(item) is None and len(self._lead) >= _LEAD_LIMIT:
+            if self.modern is None and len(self._lead) >= _LEAD_LIMIT:  # not the first request: dropped
                 continue
             self._lead.append(item)
 
@@ -209,14 +202,13 @@ class _Segment(ReadEnd):
             self.handed_on = item
             self.ended.set()
             return None
-        self._takes(item)
+        self._takes(item, request)
         return item
 
-    def _takes(self, item: Inbound) -> None:
-        request = _request(item)
+    def _takes(self, item: Inbound, request: JSONRPCRequest | None) -> None:
         if request is not None:
             if self.modern is None:
-                self.modern = _opens_modern(request)
+                self.modern = internals.opens_modern(request)
             self.owed.add(request.id)
             self.settled = anyio.Event()
         elif isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCNotification):
