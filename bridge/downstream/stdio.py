@@ -142,11 +142,7 @@ class Child:
             os.killpg(self.process.pid, signum)
 
     async def wait_exit(self, seconds: float) -> bool:
-        """Poll, not `process.wait()`: a grandchild holding the pipes would make that hang."""
-        with anyio.move_on_after(seconds):
-            while self.process.poll() is None:
-                await anyio.sleep(_POLL_S)
-        return self.process.poll() is not None
+        return await _exited(self.process, seconds)
 
     async def stop(self, *, graceful: bool) -> None:
         """Close stdin and give the child a grace period, or not; then kill the whole group."""
@@ -162,6 +158,14 @@ class Child:
         self.stdin.close()
         self.stdout.close()
         self.stderr.close()
+
+
+async def _exited(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether it exits within `seconds` (reaped). Polled, not `wait()`: that would block the loop."""
+    with anyio.move_on_after(seconds):
+        while process.poll() is None:
+            await anyio.sleep(_POLL_S)
+    return process.poll() is not None
 
 
 def _undo(launch: Launch) -> tuple[Path, ...]:
@@ -275,8 +279,9 @@ class ChildMessages(ReadEnd):
     """The child's stdout as the session's read stream: each line is framed and parsed where the
     session asks for its next message.
 
-    No task and no memory stream stand between the pipe and the session: a relay task cost each
-    message one more task switch and two checkpoints, about a tenth of a warm call's CPU. What the
+    No task and no memory stream stand between the pipe and the session: the relay tasks of stdin
+    and stdout cost each message one more task switch and two checkpoints (about 0.07 ms of the
+    bridge's ~1.2 ms of CPU a warm call). What the
     relay did is done here: the cap on one message (`oversized`), the count of JSON-RPC messages
     and of answers, and text that is not JSON-RPC noted (the first starts `on_first_text`'s clock).
     `end()` ends the stream, waking a read that waits for the child.
@@ -419,9 +424,8 @@ async def _release(gate: Gate, process: subprocess.Popen[bytes], pipes: tuple[in
         for fd in pipes:
             os.close(fd)
         process.kill()  # already dead when the gate failed; not when the gate itself broke
-        with anyio.move_on_after(CLOSE_GRACE_S, shield=True):
-            while process.poll() is None:
-                await anyio.sleep(_POLL_S)
+        with anyio.CancelScope(shield=True):
+            await _exited(process, CLOSE_GRACE_S)
         if isinstance(exc, GateFailed):
             raise BridgeError("spawn_failed", f"Cannot start {command} in the sandbox: {exc.strerror}", command=command) from None
         raise
