@@ -21,6 +21,18 @@ from bridge.host.sessions import SessionsPerClient
 from bridge.settings import Settings
 
 
+class Refusals(logging.Filter):
+    """Pass uvicorn's access lines for refused or failed requests (status 400 and up) only.
+
+    Those are what an owner watching a tunnelled bridge needs to see; a served MCP request is in the
+    audit log already, and formatting and writing its access line cost each warm call ~0.14 ms.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = record.args[-1] if isinstance(record.args, tuple) and record.args else None
+        return not isinstance(status, int) or status >= 400
+
+
 class PortUnusable(Exception):
     """The port cannot be bound; the message names it and why."""
 
@@ -49,7 +61,7 @@ def bind(host: str, port: int) -> socket.socket:
 async def serve_http(app: FastMCP, sock: socket.socket, settings: Settings, face: FaceAuth) -> None:
     """Serve on the bound socket, on the calling loop (the bridge's worker loop, so that a tool call
     makes no hop between threads; uvicorn then leaves the signals to the main thread); uvicorn logs
-    go to stderr.
+    go to stderr, access lines only for requests refused or failed (`Refusals`).
 
     Host/Origin protection is strict: loopback names, the bound address, `MCP_ALLOWED_HOSTS` and the
     public URL's host are the only Host values served (others get 421); a browser Origin must be
@@ -74,6 +86,8 @@ async def serve_http(app: FastMCP, sock: socket.socket, settings: Settings, face
     )
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    log_config["filters"] = {"refusals": {"()": Refusals}}
+    log_config["handlers"]["access"]["filters"] = ["refusals"]
     await app.run_http_async(
         transport="http",
         host=host,

@@ -72,6 +72,16 @@ def test_a_foreign_host_header_is_refused(bridge: HttpBridge) -> None:
     assert post_initialize(bridge.url, Host="evil.example").status_code == 421
 
 
+def test_the_access_log_names_refused_requests_and_not_served_ones(bridge: HttpBridge) -> None:
+    """An owner watching a tunnelled bridge sees what was turned away; a served request (in the
+    audit log already) writes no access line. uvicorn writes a request's line as its answer starts,
+    so the served one would be there before the refused one that follows it."""
+    assert post_initialize(bridge.url).status_code == 200
+    assert post_initialize(bridge.url, Host="evil.example").status_code == 421
+    bridge.wait_for_line(r'"POST /mcp HTTP/1.1" 421')
+    assert not re.search(r'"POST /mcp HTTP/1.1" 200', bridge.stderr), bridge.stderr
+
+
 def test_a_loopback_host_header_with_its_port_is_served(bridge: HttpBridge) -> None:
     port = bridge.url.split(":")[2].split("/")[0]
     assert post_initialize(bridge.url, Host=f"localhost:{port}").status_code == 200
