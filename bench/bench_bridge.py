@@ -105,6 +105,13 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def live_sessions(pid: int) -> int:
+    """The bridge's live stdio sessions: its child processes (`bwrap`, or the server itself), one each.
+
+    Counted, not inferred from the servers added: `MCP_MAX_SESSIONS` closes the least recently used."""
+    return sum(len(path.read_text().split()) for path in Path(f"/proc/{pid}/task").glob("*/children"))
+
+
 def bridge_pid() -> int:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -294,7 +301,7 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             ))  # fmt: skip
 
             pid = bridge_pid()
-            live = 1 + (time_command is not None) + cold_runs + 3 * cold_runs + 1 + 10  # echo, time, cold, tiny, relay, fan
+            live = live_sessions(pid)
             rows.append(Row(
                 f"bridge RSS with {live} live sessions", f"{rss_kib(pid) / 1024:.0f} MiB", "", "",
                 f"~{(rss_kib(pid) - rss_one) / 1024 / (live - 1):.2f} MiB per live session; children not counted",
