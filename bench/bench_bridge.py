@@ -105,6 +105,27 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used, from /proc (ticks of `SC_CLK_TCK`)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    children = [int(child) for path in Path(f"/proc/{pid}/task").glob("*/children") for child in path.read_text().split()]
+    return children + [grandchild for child in children for grandchild in descendants(child)]
+
+
+async def cpu_per_call(pid: int, call: Callable[[], Awaitable[Any]], calls: int) -> tuple[float, float]:
+    """CPU seconds a call costs the bridge process `pid`, and the servers it runs, over `calls` calls."""
+    servers = descendants(pid)
+    bridge_before, servers_before = cpu_seconds(pid), sum(map(cpu_seconds, servers))
+    for _ in range(calls):
+        await call()
+    bridge_used, servers_used = cpu_seconds(pid) - bridge_before, sum(map(cpu_seconds, servers)) - servers_before
+    return bridge_used / calls, servers_used / calls
+
+
 def live_sessions(pid: int) -> int:
     """The bridge's live stdio sessions: its child processes (`bwrap`, or the server itself), one each.
 
@@ -233,6 +254,13 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
                 rows.append(ratio_row("warm stdio call, FastMCP echo", b, d, 2.0))
                 f, d = await interleaved(echo, back_to_back(echo, echo), calls)
                 rows.append(floor_row("two direct stdio calls back to back", f, d))
+            # Read in the same calls, so a machine that slows down slows both: the bridge's own
+            # share, which wall-clock ratios on a shared VM only show through its noise.
+            mine, theirs = await cpu_per_call(bridge_pid(), tool_call(bridge, "echo", "echo", {"text": "x"}), calls * 2)
+            rows.append(Row(
+                "CPU a warm echo call costs: the bridge process, and the echo server behind it", ms(mine), ms(theirs),
+                f"{mine / theirs:.2f}x", "the bridge's work for a call, against one FastMCP server's",
+            ))  # fmt: skip
             rss_one = rss_kib(bridge_pid())  # one live session
 
             time_command = time_server(base) if with_time else None
