@@ -60,22 +60,26 @@ def ratio_row(measure: str, bridged: float, direct: float, target: float | None)
     return Row(measure, ms(bridged), ms(direct), f"{bridged / direct:.2f}x", f"<= {target}x" if target else "")
 
 
-async def interleaved(direct: Callable[[], Awaitable[Any]], bridged: Callable[[], Awaitable[Any]], calls: int) -> tuple[float, float]:
-    """Median seconds per call of each side, over `ROUNDS` alternating blocks."""
-    for _ in range(10):  # warm both
-        await direct()
-        await bridged()
-    direct_times: list[float] = []
-    bridged_times: list[float] = []
+async def interleaved(
+    direct: Callable[[], Awaitable[Any]], bridged: Callable[[], Awaitable[Any]], floor: Callable[[], Awaitable[Any]], calls: int
+) -> tuple[float, float, float]:
+    """Median seconds per call of the bridged side, the direct one and the floor, over `ROUNDS`
+    blocks in turn: a bridged figure and its floor are read against the same machine."""
+    sides = (bridged, direct, floor)
+    for _ in range(10):  # warm all three
+        for side in sides:
+            await side()
+    times: tuple[list[float], ...] = ([], [], [])
     for _ in range(ROUNDS):
-        for side, times in ((direct, direct_times), (bridged, bridged_times)):
+        for side, taken in zip(sides, times, strict=True):
             for _ in range(calls // ROUNDS):
                 start = time.perf_counter()
                 result = await side()
-                times.append(time.perf_counter() - start)
+                taken.append(time.perf_counter() - start)
                 if getattr(result, "is_error", False):
                     raise RuntimeError(f"call failed: {result.content}")
-    return statistics.median(bridged_times), statistics.median(direct_times)
+    bridged_median, direct_median, floor_median = map(statistics.median, times)
+    return bridged_median, direct_median, floor_median
 
 
 def back_to_back(first: Callable[[], Awaitable[Any]], second: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
@@ -93,9 +97,12 @@ def echo_call(client: Client) -> Callable[[], Awaitable[Any]]:
     return lambda: client.call_tool("echo", {"text": "x"})
 
 
-def floor_row(what: str, floor: float, direct: float) -> Row:
+def floor_row(what: str, floor: float, direct: float, bridged: float) -> Row:
     """The row above's floor: what a bridge that added nothing to its two hops would measure."""
-    return Row(f"floor of the row above: {what}", ms(floor), ms(direct), f"{floor / direct:.2f}x", "a bridge adding nothing")
+    return Row(
+        f"floor of the row above: {what}", ms(floor), ms(direct), f"{floor / direct:.2f}x",
+        f"a bridge adding nothing; the row above is {bridged / floor:.2f}x this",
+    )  # fmt: skip
 
 
 def rss_kib(pid: int) -> int:
@@ -253,10 +260,9 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             await add(bridge, "echo", sys.executable, ECHO)
             async with Client(direct_echo) as direct:
                 echo = echo_call(direct)
-                b, d = await interleaved(echo, tool_call(bridge, "echo", "echo", {"text": "x"}), calls)
+                b, d, f = await interleaved(echo, tool_call(bridge, "echo", "echo", {"text": "x"}), back_to_back(echo, echo), calls)
                 rows.append(ratio_row("warm stdio call, FastMCP echo", b, d, 2.0))
-                f, d = await interleaved(echo, back_to_back(echo, echo), calls)
-                rows.append(floor_row("two direct stdio calls back to back", f, d))
+                rows.append(floor_row("two direct stdio calls back to back", f, d, b))
             # Read in the same calls, so a machine that slows down slows both: the bridge's own
             # share, which wall-clock ratios on a shared VM only show through its noise.
             mine, theirs = await cpu_per_call(bridge_pid(), tool_call(bridge, "echo", "echo", {"text": "x"}), calls * 2)
@@ -272,11 +278,11 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
                 arguments = {"timezone": "Europe/Paris"}
                 async with Client(StdioServerParameters(command=time_command)) as direct, Client(direct_echo) as echo_server:
                     now = functools.partial(direct.call_tool, "get_current_time", arguments)
-                    b, d = await interleaved(now, tool_call(bridge, "time", "get_current_time", arguments), calls)
-                    rows.append(ratio_row("warm stdio call, mcp-server-time", b, d, 2.0))
                     # The host's hop is to a FastMCP server over stdio (the bridge is one): the echo stands in.
-                    f, d = await interleaved(now, back_to_back(echo_call(echo_server), now), calls)
-                    rows.append(floor_row("a direct echo call and a direct mcp-server-time call back to back", f, d))
+                    floor = back_to_back(echo_call(echo_server), now)
+                    b, d, f = await interleaved(now, tool_call(bridge, "time", "get_current_time", arguments), floor, calls)
+                    rows.append(ratio_row("warm stdio call, mcp-server-time", b, d, 2.0))
+                    rows.append(floor_row("a direct echo call and a direct mcp-server-time call back to back", f, d, b))
 
             direct_cold, bridge_cold = [], []
             for i in range(cold_runs):  # interleaved, so both meet the same machine
@@ -365,11 +371,11 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
         ) as bridge_url, serving([sys.executable, ECHO, "--http"], dict(os.environ), r"PORT (\d+)", on_stderr=False) as direct_url:
             async with Client(streamable_http_client(bridge_url)) as bridge, Client(streamable_http_client(direct_url)) as direct:
                 await add(bridge, "echo", sys.executable, ECHO)
-                b, d = await interleaved(echo_call(direct), tool_call(bridge, "echo", "echo", {"text": "x"}), calls)
-                rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
                 async with Client(direct_echo) as direct_stdio:
-                    f, d = await interleaved(echo_call(direct), back_to_back(echo_call(direct), echo_call(direct_stdio)), calls)
-                rows.append(floor_row("a direct HTTP call and a direct stdio call back to back", f, d))
+                    floor = back_to_back(echo_call(direct), echo_call(direct_stdio))
+                    b, d, f = await interleaved(echo_call(direct), tool_call(bridge, "echo", "echo", {"text": "x"}), floor, calls)
+                rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
+                rows.append(floor_row("a direct HTTP call and a direct stdio call back to back", f, d, b))
 
         bridge_start, bare_start = await startup(
             StdioServerParameters(command=BRIDGE, env=env), StdioServerParameters(command=sys.executable, args=[BARE]), 2 * cold_runs
