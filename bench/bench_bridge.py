@@ -4,8 +4,9 @@ Run: .venv/bin/python bench/bench_bridge.py [--calls 500] [--cold 7] [--no-time]
 
 Both sides use the same MCP SDK client and the same downstream servers. The bridge runs as a host
 runs it: `mcp-bridge` spawned as a process, spoken to over stdio (or served over Streamable HTTP for
-the HTTP rows). Warm figures are medians over blocks that alternate direct and bridged, so both
-meet the same load on the machine. It prints one table: measure, bridged, direct, ratio, target.
+the HTTP rows). Warm figures are medians over blocks that alternate bridged, direct and the floor
+(two direct calls back to back, the two round trips a bridged call makes), so all three meet the
+same load on the machine. It prints one table: measure, bridged, direct, ratio, target.
 It asserts nothing: speed is measured here, never in the test suite.
 """
 
