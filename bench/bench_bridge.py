@@ -119,9 +119,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children(pid: int) -> list[int]:
+    return [int(child) for path in Path(f"/proc/{pid}/task").glob("*/children") for child in path.read_text().split()]
+
+
 def descendants(pid: int) -> list[int]:
-    children = [int(child) for path in Path(f"/proc/{pid}/task").glob("*/children") for child in path.read_text().split()]
-    return children + [grandchild for child in children for grandchild in descendants(child)]
+    below = children(pid)
+    return below + [grandchild for child in below for grandchild in descendants(child)]
 
 
 async def cpu_per_call(pid: int, call: Callable[[], Awaitable[Any]], calls: int) -> tuple[float, float]:
@@ -138,7 +142,7 @@ def live_sessions(pid: int) -> int:
     """The bridge's live stdio sessions: its child processes (`bwrap`, or the server itself), one each.
 
     Counted, not inferred from the servers added: `MCP_MAX_SESSIONS` closes the least recently used."""
-    return sum(len(path.read_text().split()) for path in Path(f"/proc/{pid}/task").glob("*/children"))
+    return len(children(pid))
 
 
 def bridge_pid() -> int:
