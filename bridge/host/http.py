@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import socket
+from typing import Any
 
 import httpx
 import uvicorn.config
@@ -58,10 +59,22 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def uvicorn_options() -> dict[str, Any]:
+    """uvicorn's logs on stderr, its access lines for refusals only (`Refusals`), and requests
+    parsed by httptools: uvicorn's other parser, h11, is pure Python and cost a warm call over
+    HTTP ~0.4 ms (5% of it) more, measured in alternating blocks."""
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    log_config["filters"] = {"refusals": {"()": Refusals}}
+    log_config["handlers"]["access"]["filters"] = ["refusals"]
+    return {"log_config": log_config, "http": "httptools"}
+
+
 async def serve_http(app: FastMCP, sock: socket.socket, settings: Settings, face: FaceAuth) -> None:
     """Serve on the bound socket, on the calling loop (the bridge's worker loop, so that a tool call
     makes no hop between threads; uvicorn then leaves the signals to the main thread); uvicorn logs
-    go to stderr, access lines only for requests refused or failed (`Refusals`).
+    go to stderr, access lines only for requests refused or failed, requests parsed by httptools
+    (`uvicorn_options`).
 
     Host/Origin protection is strict: loopback names, the bound address, `MCP_ALLOWED_HOSTS` and the
     public URL's host are the only Host values served (others get 421); a browser Origin must be
@@ -84,10 +97,6 @@ async def serve_http(app: FastMCP, sock: socket.socket, settings: Settings, face
     sessions = Middleware(
         SessionsPerClient, limit=settings.max_http_sessions_per_client, authenticated=face.provider is not None
     )
-    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
-    log_config["filters"] = {"refusals": {"()": Refusals}}
-    log_config["handlers"]["access"]["filters"] = ["refusals"]
     await app.run_http_async(
         transport="http",
         host=host,
@@ -95,7 +104,7 @@ async def serve_http(app: FastMCP, sock: socket.socket, settings: Settings, face
         path="/mcp",
         show_banner=False,
         sockets=[sock],
-        uvicorn_config={"log_config": log_config},
+        uvicorn_config=uvicorn_options(),
         middleware=[*face.middleware, sessions],
         host_origin_protection=True,
         allowed_hosts=hosts,
