@@ -4,9 +4,11 @@ Run: .venv/bin/python bench/bench_bridge.py [--calls 500] [--cold 7] [--no-time]
 
 Both sides use the same MCP SDK client and the same downstream servers. The bridge runs as a host
 runs it: `mcp-bridge` spawned as a process, spoken to over stdio (or served over Streamable HTTP for
-the HTTP rows). Warm figures are medians over blocks that alternate bridged, direct and the floor
-(two direct calls back to back, the two round trips a bridged call makes), so all three meet the
-same load on the machine. It prints one table: measure, bridged, direct, ratio, target.
+the HTTP rows). Warm figures are medians over blocks that alternate the bridged call, the direct
+one and two references, so all meet the same load on the machine: the two round trips a bridged
+call makes, made directly (two SDK hops with nothing between them), and the same call through
+`raw_relay.py`, a relay that parses nothing (the least any process in between adds). It prints
+one table: measure, bridged, direct, ratio, target.
 It asserts nothing: speed is measured here, never in the test suite.
 """
 
@@ -24,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,7 @@ ECHO = str(ROOT / "tests/servers/echo.py")
 MANY = str(ROOT / "tests/servers/many_tools.py")
 RELAY = str(ROOT / "tests/servers/relay.py")
 BARE = str(ROOT / "bench/bare_server.py")
+RAW_RELAY = str(ROOT / "bench/raw_relay.py")
 TINY = str(ROOT / "tests/servers/tiny_stdio.py")
 BRIDGE = str(Path(sys.executable).with_name("mcp-bridge"))
 ROUNDS = 10
@@ -61,16 +64,13 @@ def ratio_row(measure: str, bridged: float, direct: float, target: float | None)
     return Row(measure, ms(bridged), ms(direct), f"{bridged / direct:.2f}x", f"<= {target}x" if target else "")
 
 
-async def interleaved(
-    direct: Callable[[], Awaitable[Any]], bridged: Callable[[], Awaitable[Any]], floor: Callable[[], Awaitable[Any]], calls: int
-) -> tuple[float, float, float]:
-    """Median seconds per call of the bridged side, the direct one and the floor, over `ROUNDS`
-    blocks in turn: a bridged figure and its floor are read against the same machine."""
-    sides = (bridged, direct, floor)
-    for _ in range(10):  # warm all three
+async def interleaved(sides: Sequence[Callable[[], Awaitable[Any]]], calls: int) -> list[float]:
+    """Median seconds per call of each side, over `ROUNDS` blocks in turn: a bridged figure, its
+    direct one and its references are read against the same machine."""
+    for _ in range(10):  # warm them all
         for side in sides:
             await side()
-    times: tuple[list[float], ...] = ([], [], [])
+    times: list[list[float]] = [[] for _ in sides]
     for _ in range(ROUNDS):
         for side, taken in zip(sides, times, strict=True):
             for _ in range(calls // ROUNDS):
@@ -79,8 +79,7 @@ async def interleaved(
                 taken.append(time.perf_counter() - start)
                 if getattr(result, "is_error", False):
                     raise RuntimeError(f"call failed: {result.content}")
-    bridged_median, direct_median, floor_median = map(statistics.median, times)
-    return bridged_median, direct_median, floor_median
+    return [statistics.median(taken) for taken in times]
 
 
 def back_to_back(first: Callable[[], Awaitable[Any]], second: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
@@ -94,15 +93,30 @@ def back_to_back(first: Callable[[], Awaitable[Any]], second: Callable[[], Await
     return both
 
 
+def relayed(*command: str) -> StdioServerParameters:
+    """`command` behind `raw_relay.py` over stdio, as the host would reach it behind the bridge."""
+    return StdioServerParameters(command=sys.executable, args=[RAW_RELAY, "stdio", *command])
+
+
 def echo_call(client: Client) -> Callable[[], Awaitable[Any]]:
     return lambda: client.call_tool("echo", {"text": "x"})
 
 
 def floor_row(what: str, floor: float, direct: float, bridged: float) -> Row:
-    """The row above's floor: what a bridge that added nothing to its two hops would measure."""
+    """The row above's two round trips made directly: what a bridge built of the same SDK client and
+    FastMCP server as the host and the server use would measure if its own work cost nothing."""
     return Row(
-        f"floor of the row above: {what}", ms(floor), ms(direct), f"{floor / direct:.2f}x",
-        f"a bridge adding nothing; the row above is {bridged / floor:.2f}x this",
+        f"the row above's two round trips made directly: {what}", ms(floor), ms(direct), f"{floor / direct:.2f}x",
+        f"two SDK hops and nothing between them; the bridged row is {bridged / floor:.2f}x this",
+    )  # fmt: skip
+
+
+def relay_row(relay: float, direct: float, bridged: float) -> Row:
+    """The bridged row's call through `raw_relay.py` in the bridge's place: the least any process
+    in between adds on this machine, since it understands nothing of MCP."""
+    return Row(
+        "the same call through a relay that parses nothing (bench/raw_relay.py)", ms(relay), ms(direct),
+        f"{relay / direct:.2f}x", f"the least a process in between adds; the bridged row is {bridged / relay:.2f}x this",
     )  # fmt: skip
 
 
@@ -263,11 +277,14 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
         plain_env = {**env, "MCP_SANDBOX": "none", "MCP_STATE_DIR": str(base / "state-none")}
         async with Client(StdioServerParameters(command=BRIDGE, env=env)) as bridge:
             await add(bridge, "echo", sys.executable, ECHO)
-            async with Client(direct_echo) as direct:
+            async with Client(direct_echo) as direct, Client(relayed(sys.executable, ECHO)) as relay:
                 echo = echo_call(direct)
-                b, d, f = await interleaved(echo, tool_call(bridge, "echo", "echo", {"text": "x"}), back_to_back(echo, echo), calls)
+                b, d, f, r = await interleaved(
+                    [tool_call(bridge, "echo", "echo", {"text": "x"}), echo, back_to_back(echo, echo), echo_call(relay)], calls
+                )
                 rows.append(ratio_row("warm stdio call, FastMCP echo", b, d, 2.0))
                 rows.append(floor_row("two direct stdio calls back to back", f, d, b))
+                rows.append(relay_row(r, d, b))
             # Read in the same calls, so a machine that slows down slows both: the bridge's own
             # share, which wall-clock ratios on a shared VM only show through its noise.
             mine, theirs = await cpu_per_call(bridge_pid(), tool_call(bridge, "echo", "echo", {"text": "x"}), calls * 2)
@@ -281,13 +298,21 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             if time_command is not None:
                 await add(bridge, "time", time_command)
                 arguments = {"timezone": "Europe/Paris"}
-                async with Client(StdioServerParameters(command=time_command)) as direct, Client(direct_echo) as echo_server:
+                async with (
+                    Client(StdioServerParameters(command=time_command)) as direct,
+                    Client(direct_echo) as echo_server,
+                    Client(relayed(time_command)) as relay,
+                ):
                     now = functools.partial(direct.call_tool, "get_current_time", arguments)
                     # The host's hop is to a FastMCP server over stdio (the bridge is one): the echo stands in.
                     floor = back_to_back(echo_call(echo_server), now)
-                    b, d, f = await interleaved(now, tool_call(bridge, "time", "get_current_time", arguments), floor, calls)
+                    relayed_now = functools.partial(relay.call_tool, "get_current_time", arguments)
+                    b, d, f, r = await interleaved(
+                        [tool_call(bridge, "time", "get_current_time", arguments), now, floor, relayed_now], calls
+                    )
                     rows.append(ratio_row("warm stdio call, mcp-server-time", b, d, 2.0))
                     rows.append(floor_row("a direct echo call and a direct mcp-server-time call back to back", f, d, b))
+                    rows.append(relay_row(r, d, b))
 
             direct_cold, bridge_cold = [], []
             for i in range(cold_runs):  # interleaved, so both meet the same machine
@@ -371,16 +396,24 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             rows.append(Row("catalog of 1000 tools, cached", ms(statistics.median(cached)), "", "", f"{kept}/1000 names kept"))
 
         http_env = {**env, "MCP_STATE_DIR": str(base / "state-http")}
-        async with serving(
-            [BRIDGE, "--transport", "http", "--port", "0"], http_env, r"serving Streamable HTTP at (\S+)", on_stderr=True
-        ) as bridge_url, serving([sys.executable, ECHO, "--http"], dict(os.environ), r"PORT (\d+)", on_stderr=False) as direct_url:
-            async with Client(streamable_http_client(bridge_url)) as bridge, Client(streamable_http_client(direct_url)) as direct:
-                await add(bridge, "echo", sys.executable, ECHO)
-                async with Client(direct_echo) as direct_stdio:
-                    floor = back_to_back(echo_call(direct), echo_call(direct_stdio))
-                    b, d, f = await interleaved(echo_call(direct), tool_call(bridge, "echo", "echo", {"text": "x"}), floor, calls)
-                rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
-                rows.append(floor_row("a direct HTTP call and a direct stdio call back to back", f, d, b))
+        direct_http = [sys.executable, ECHO, "--http"]
+        async with (
+            serving([BRIDGE, "--transport", "http", "--port", "0"], http_env, r"serving Streamable HTTP at (\S+)", on_stderr=True) as bridge_url,
+            serving(direct_http, dict(os.environ), r"PORT (\d+)", on_stderr=False) as direct_url,
+            serving([sys.executable, RAW_RELAY, "http", sys.executable, ECHO], dict(os.environ), r"PORT (\d+)", on_stderr=False) as relay_url,
+            Client(streamable_http_client(bridge_url)) as bridge,
+            Client(streamable_http_client(direct_url)) as direct,
+            Client(streamable_http_client(relay_url)) as relay,
+            Client(direct_echo) as direct_stdio,
+        ):
+            await add(bridge, "echo", sys.executable, ECHO)
+            floor = back_to_back(echo_call(direct), echo_call(direct_stdio))
+            b, d, f, r = await interleaved(
+                [tool_call(bridge, "echo", "echo", {"text": "x"}), echo_call(direct), floor, echo_call(relay)], calls
+            )
+            rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
+            rows.append(floor_row("a direct HTTP call and a direct stdio call back to back", f, d, b))
+            rows.append(relay_row(r, d, b))
 
         bridge_start, bare_start = await startup(
             StdioServerParameters(command=BRIDGE, env=env), StdioServerParameters(command=sys.executable, args=[BARE]), 2 * cold_runs
