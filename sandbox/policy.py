@@ -378,7 +378,8 @@ def _guarded(
                 continue
             _refuse_symlinks(root, path)
             protected += git_dirs(path) if name == ".git" else [path]
-    found = scan_roots(roots, max_age=SCAN_REUSE_S)
+    # A reused scan may predate a root's `.git` (another bridge's placeholder, say), checked afresh above.
+    found = scan_roots(roots, max_age=SCAN_REUSE_S) | {root / ".git" for root in roots if os.path.lexists(root / ".git")}
     for dot_git in sorted(found - {root / ".git" for root in roots}):
         if dot_git.parent in git_write or dot_git in held:
             continue

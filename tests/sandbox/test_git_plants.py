@@ -8,6 +8,7 @@ the marker must be absent; the positive twin makes the same plant where it is al
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -15,7 +16,9 @@ from pathlib import Path
 import pytest
 from sandbox_box import Box
 
+import sandbox.policy
 from sandbox import new_repositories
+from sandbox.repos import scan_roots
 
 pytestmark = pytest.mark.bwrap
 GIT_ID = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
@@ -142,3 +145,28 @@ def test_no_new_repository_is_reported_for_a_quiet_session(box: Box, repo: Path)
     launch = box.launch("/bin/true", [])
     box.run(launch)
     assert new_repositories(launch) == ()
+
+
+@pytest.fixture
+def reused_scan(box: Box, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace without a `.git`, scanned before the spawn and the scan reused (as after an
+    `mcp_add_server` that planned the launch, within SCAN_REUSE_S of the first call)."""
+    shutil.rmtree(box.ws / ".git")
+    monkeypatch.setattr(sandbox.policy, "SCAN_REUSE_S", 600.0)
+    scan_roots((box.ws,))
+    return box.ws
+
+
+def test_a_root_git_another_bridge_makes_after_a_reused_scan_is_not_reported_as_the_childs(
+    box: Box, reused_scan: Path
+) -> None:
+    (reused_scan / ".git").mkdir()  # another bridge's placeholder, made after the scan
+    launch = box.launch("/bin/true", [])
+    assert box.run(launch).returncode == 0
+    assert new_repositories(launch) == ()
+
+
+def test_a_repository_the_child_makes_after_a_reused_scan_is_reported(box: Box, reused_scan: Path) -> None:
+    launch = box.launch("/bin/sh", ["-c", "git init -q deeper"])
+    assert box.run(launch).returncode == 0
+    assert new_repositories(launch) == (reused_scan / "deeper" / ".git",)
