@@ -9,9 +9,9 @@ written before the spawn:
 - `made`: the placeholders it created and has not removed yet, each with its device and inode;
 - `mounted`: every guarded path its running children mount (placeholders and existing ones alike).
 
-A made placeholder is removed (by its bridge when no child of its own mounts it any more, or by
-`sweep` at a later bridge's start once its bridge is dead) only while it is the same inode, still
-empty, and no live bridge's child mounts it: removing a mount point detaches that child's read-only
+A made placeholder is removed (by its bridge when no child of its own mounts it any more; once its
+bridge is dead, by `sweep` at a later bridge's start or by any bridge whose child ends) only while
+it is the same inode, still empty, and no live bridge's child mounts it: removing a mount point detaches that child's read-only
 mount, after which the child could create the path on the host. So two bridges sharing a workspace
 never remove what the other's children hold, and a path a user made, or made again after a crash
 (another inode), is never touched. One lock file orders ledger updates and sweeps across processes.
@@ -74,7 +74,8 @@ class Ledger:
 
     def release(self, guarded: Sequence[Path]) -> None:
         """After a child ended: forget its mounts, then remove every made placeholder that neither
-        a child of ours nor one of another live bridge mounts (the rest is tried again next time)."""
+        a child of ours nor one of another live bridge mounts (the rest is tried again next time),
+        and what dead bridges made that no live child mounts any more."""
         for path in guarded:
             count = self.mounted.get(path, 0) - 1
             if count > 0:
@@ -87,6 +88,8 @@ class Ledger:
                 _remove(path, made)
                 del self.made[path]  # removed, or no longer the empty one we made: not ours
         self._write()
+        # A bridge that ended while this child mounted its placeholders left them in its ledger.
+        _sweep_dead(self.dir)
 
     def _write(self) -> None:
         if not self.made and not self.mounted:
@@ -108,29 +111,33 @@ def ledger_for(homes_dir: Path) -> Ledger:
 
 
 def sweep(homes_dir: Path) -> tuple[Path, ...]:
-    """Remove the placeholders dead bridges made and no live bridge's child mounts; the removed.
-
-    A dead bridge's ledger goes once nothing in it is left to remove; entries a live child still
-    mounts stay in it for a later sweep.
-    """
+    """Remove the placeholders dead bridges made and no live bridge's child mounts; the removed."""
     directory = homes_dir / LEDGER_DIR
-    if not directory.is_dir() or _start_time(os.getpid()) is None:
-        return ()  # nothing recorded, or no /proc to tell a live bridge from a dead one
-    removed: list[Path] = []
+    if not directory.is_dir():
+        return ()  # nothing recorded
     with _lock(directory):
-        ledgers = {path: _read(path) for path in directory.glob("*.json")}
-        dead = {path: entry for path, entry in ledgers.items() if entry is not None and not _alive(path.stem)}
-        alive = [entry for path, entry in ledgers.items() if entry is not None and path not in dead]
-        live = set().union(*(mounted for _, mounted in alive))
-        for path, (made, _) in dead.items():
-            left = {p: m for p, m in made.items() if p in live}
-            removed += [p for p, m in made.items() if p not in live and _remove(p, m)]
-            if left:
-                path.write_text(json.dumps(_encode(left, {})))
-            else:
-                path.unlink(missing_ok=True)
+        return _sweep_dead(directory)
+
+
+def _sweep_dead(directory: Path) -> tuple[Path, ...]:
+    """`sweep` under the lock held. A dead bridge's ledger goes once nothing in it is left to
+    remove; entries a live child still mounts stay in it for a later sweep."""
+    if _start_time(os.getpid()) is None:
+        return ()  # no /proc to tell a live bridge from a dead one
+    removed: list[Path] = []
+    ledgers = {path: _read(path) for path in directory.glob("*.json")}
+    dead = {path: entry for path, entry in ledgers.items() if entry is not None and not _alive(path.stem)}
+    alive = [entry for path, entry in ledgers.items() if entry is not None and path not in dead]
+    live = set().union(*(mounted for _, mounted in alive))
+    for path, (made, _) in dead.items():
+        left = {p: m for p, m in made.items() if p in live}
+        removed += [p for p, m in made.items() if p not in live and _remove(p, m)]
+        if left:
+            path.write_text(json.dumps(_encode(left, {})))
+        else:
+            path.unlink(missing_ok=True)
     if removed:
-        log.info("removed %d placeholders a bridge that died left behind: %s", len(removed), ", ".join(map(str, removed)))
+        log.info("removed %d placeholders left by bridges that have ended: %s", len(removed), ", ".join(map(str, removed)))
     return tuple(removed)
 
 

@@ -143,3 +143,18 @@ def test_a_bridge_ending_cleanly_keeps_its_placeholders_while_another_bridges_ch
     with running_bridge(dirs):  # both gone: the first's ledger kept them for this sweep
         assert [name for name in MADE if (dirs.ws / name).exists()] == []
         assert (dirs.ws / ".vscode").is_dir()
+
+
+@bwrap
+def test_a_bridge_whose_child_ends_removes_what_a_bridge_that_ended_before_it_could_not(dirs: Dirs) -> None:
+    """Nothing stays in the workspace once both bridges ended cleanly, with no third bridge to sweep."""
+    with running_bridge(dirs, "first") as first, running_bridge(dirs, "second") as second:
+        for ending in (first, second):
+            assert ending.stdin is not None
+            ending.stdin.close()  # shuts down: its child ends, finish_launch runs
+            assert ending.wait(60) == 0
+            if ending is first:
+                assert_present(dirs.ws, MADE)  # the second's child still mounts them
+        assert [name for name in MADE if (dirs.ws / name).exists()] == []
+        assert (dirs.ws / ".vscode").is_dir()  # the twin: the user's own empty dir stays
+        assert dirs.ledgers() == []
