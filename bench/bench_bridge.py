@@ -172,6 +172,21 @@ def bridge_pid() -> int:
     raise RuntimeError("no bridge process")
 
 
+async def rss_with_sessions(env: dict[str, str], sessions: int) -> tuple[int, int, int]:
+    """A fresh bridge's RSS in KiB with one live session and with `sessions`, and how many were live
+    (counted: a session that failed to stay open would show). Run while no other bridge is up."""
+    async with Client(StdioServerParameters(command=BRIDGE, env=env)) as bridge:
+        pid = bridge_pid()
+        one = 0
+        for i in range(sessions):
+            await add(bridge, f"live{i}", sys.executable, ECHO)
+            listed = await bridge.call_tool("mcp_list_tools", {"server": f"live{i}"})
+            if listed.is_error:
+                raise RuntimeError(f"listing live{i} failed: {listed.content}")
+            one = one or rss_kib(pid)
+        return one, rss_kib(pid), live_sessions(pid)
+
+
 def tool_call(bridge: Client, server: str, tool: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
     return lambda: bridge.call_tool("mcp_call_tool", {"server": server, "tool_name": tool, "arguments_json": json.dumps(arguments)})
 
@@ -292,7 +307,6 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
                 "CPU a warm echo call costs: the bridge process, and the echo server behind it", ms(mine), ms(theirs),
                 f"{mine / theirs:.2f}x", "the bridge's work for a call, against one FastMCP server's",
             ))  # fmt: skip
-            rss_one = rss_kib(bridge_pid())  # one live session
 
             time_command = time_server(base) if with_time else None
             if time_command is not None:
@@ -367,13 +381,6 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
                 "200 ms ideal", f"{straight / 0.2:.2f}x", "the host's and the servers' share of the CPU",
             ))  # fmt: skip
 
-            pid = bridge_pid()
-            live = live_sessions(pid)
-            rows.append(Row(
-                f"bridge RSS with {live} live sessions", f"{rss_kib(pid) / 1024:.0f} MiB", "", "",
-                f"~{(rss_kib(pid) - rss_one) / 1024 / (live - 1):.2f} MiB per live session; children not counted",
-            ))  # fmt: skip
-
             await add(bridge, "many", sys.executable, MANY)
             many_env = {**os.environ, "FIXTURE_TOOL_COUNT": "1000"}
             direct_lists = []
@@ -414,6 +421,12 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
             rows.append(floor_row("a direct HTTP call and a direct stdio call back to back", f, d, b))
             rows.append(relay_row(r, d, b))
+
+        one, many, live = await rss_with_sessions({**env, "MCP_STATE_DIR": str(base / "state-rss")}, 16)
+        rows.append(Row(
+            f"bridge RSS with {live} live sessions (a fresh bridge, a FastMCP echo server each)", f"{many / 1024:.0f} MiB", "", "",
+            f"~{(many - one) / 1024 / (live - 1):.2f} MiB per live session over the first; children not counted",
+        ))  # fmt: skip
 
         bridge_start, bare_start = await startup(
             StdioServerParameters(command=BRIDGE, env=env), StdioServerParameters(command=sys.executable, args=[BARE]), 2 * cold_runs
