@@ -11,10 +11,11 @@ written before the spawn:
 
 A made placeholder is removed (by its bridge when no child of its own mounts it any more; once its
 bridge is dead, by `sweep` at a later bridge's start or by any bridge whose child ends) only while
-it is the same inode, still empty, and no live bridge's child mounts it: removing a mount point detaches that child's read-only
-mount, after which the child could create the path on the host. So two bridges sharing a workspace
-never remove what the other's children hold, and a path a user made, or made again after a crash
-(another inode), is never touched. One lock file orders ledger updates and sweeps across processes.
+it is the same inode, still empty, and no live bridge's child mounts it: removing a mount point
+detaches that child's read-only mount, after which the child could create the path on the host.
+So two bridges sharing a workspace never remove what the other's children hold, and a path a user
+made, or made again after a crash (another inode), is never touched. One lock file orders ledger
+updates and sweeps across processes.
 """
 
 from __future__ import annotations
