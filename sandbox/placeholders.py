@@ -48,6 +48,9 @@ class Made:
     ino: int
 
 
+Entry = tuple[dict[Path, Made], set[Path]]  # a ledger's made placeholders and mounted paths
+
+
 class Ledger:
     """This process's ledger under one homes dir. Call `hold` and `release` inside `locked()`."""
 
@@ -83,14 +86,14 @@ class Ledger:
                 self.mounted[path] = count
             else:
                 self.mounted.pop(path, None)
-        others = _mounted_by_live(self.dir, besides=self.path)
+        dead, others = _survey(self.dir, besides=self.path)
         for path, made in list(self.made.items()):
             if path not in self.mounted and path not in others:
                 _remove(path, made)
                 del self.made[path]  # removed, or no longer the empty one we made: not ours
         self._write()
         # A bridge that ended while this child mounted its placeholders left them in its ledger.
-        _sweep_dead(self.dir)
+        _sweep_dead(dead, others | set(self.mounted))
 
     def _write(self) -> None:
         if not self.made and not self.mounted:
@@ -117,19 +120,32 @@ def sweep(homes_dir: Path) -> tuple[Path, ...]:
     if not directory.is_dir():
         return ()  # nothing recorded
     with _lock(directory):
-        return _sweep_dead(directory)
+        return _sweep_dead(*_survey(directory))
 
 
-def _sweep_dead(directory: Path) -> tuple[Path, ...]:
-    """`sweep` under the lock held. A dead bridge's ledger goes once nothing in it is left to
-    remove; entries a live child still mounts stay in it for a later sweep."""
+def _survey(directory: Path, *, besides: Path | None = None) -> tuple[dict[Path, Entry], set[Path]]:
+    """Under the lock: the ledgers of bridges that have ended, and every path a live bridge's
+    child mounts, leaving out the ledger `besides` (the caller's own)."""
+    dead: dict[Path, Entry] = {}
+    mounted: set[Path] = set()
+    for path in directory.glob("*.json"):
+        entry = _read(path) if path != besides else None
+        if entry is None:
+            continue
+        if _alive(path.stem):
+            mounted |= entry[1]
+        else:
+            dead[path] = entry
+    return dead, mounted
+
+
+def _sweep_dead(dead: dict[Path, Entry], live: set[Path]) -> tuple[Path, ...]:
+    """Under the lock: remove what the `dead` ledgers made that no path in `live` is; a dead
+    ledger goes once nothing in it is left to remove, entries a live child still mounts stay in
+    it for a later sweep."""
     if _start_time(os.getpid()) is None:
         return ()  # no /proc to tell a live bridge from a dead one
     removed: list[Path] = []
-    ledgers = {path: _read(path) for path in directory.glob("*.json")}
-    dead = {path: entry for path, entry in ledgers.items() if entry is not None and not _alive(path.stem)}
-    alive = [entry for path, entry in ledgers.items() if entry is not None and path not in dead]
-    live = set().union(*(mounted for _, mounted in alive))
     for path, (made, _) in dead.items():
         left = {p: m for p, m in made.items() if p in live}
         removed += [p for p, m in made.items() if p not in live and _remove(p, m)]
@@ -171,15 +187,6 @@ def _alive(identity: str) -> bool:
     return pid.isdigit() and _start_time(int(pid)) == start
 
 
-def _mounted_by_live(directory: Path, *, besides: Path) -> set[Path]:
-    mounted: set[Path] = set()
-    for path in directory.glob("*.json"):
-        entry = _read(path) if path != besides and _alive(path.stem) else None
-        if entry is not None:
-            mounted |= entry[1]
-    return mounted
-
-
 def _encode(made: dict[Path, Made], mounted: dict[Path, int] | set[Path]) -> dict[str, list[object]]:
     return {
         "made": [[str(p), m.kind, m.dev, m.ino] for p, m in made.items()],
@@ -187,7 +194,7 @@ def _encode(made: dict[Path, Made], mounted: dict[Path, int] | set[Path]) -> dic
     }
 
 
-def _read(path: Path) -> tuple[dict[Path, Made], set[Path]] | None:
+def _read(path: Path) -> Entry | None:
     """A ledger's made placeholders and mounted paths, or None (logged) when it cannot be read."""
     try:
         data = json.loads(path.read_text())
