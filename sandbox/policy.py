@@ -378,9 +378,10 @@ def _guarded(
                 continue
             _refuse_symlinks(root, path)
             protected += git_dirs(path) if name == ".git" else [path]
-    # A reused scan may predate a root's `.git` (another bridge's placeholder, say), checked afresh above.
-    found = scan_roots(roots, max_age=SCAN_REUSE_S) | {root / ".git" for root in roots if os.path.lexists(root / ".git")}
-    for dot_git in sorted(found - {root / ".git" for root in roots}):
+    root_gits = {root / ".git" for root in roots}
+    # A reused scan may predate a root's `.git` (another bridge's placeholder, say): looked at afresh.
+    found = scan_roots(roots, max_age=SCAN_REUSE_S) | {dot_git for dot_git in root_gits if os.path.lexists(dot_git)}
+    for dot_git in sorted(found - root_gits):
         if dot_git.parent in git_write or dot_git in held:
             continue
         root = next(r for r in roots if within(dot_git, r))
