@@ -86,6 +86,13 @@ def running_bridge(dirs: Dirs, server: str | None = None) -> Iterator[subprocess
         assert_marker_processes_die(marker, seen)  # the child's mounts are gone with it
 
 
+def end_cleanly(bridge: subprocess.Popen[bytes]) -> None:
+    """Close its stdin: the bridge shuts down, its child ends and `finish_launch` runs."""
+    assert bridge.stdin is not None
+    bridge.stdin.close()
+    assert bridge.wait(60) == 0
+
+
 def assert_present(ws: Path, names: tuple[str, ...]) -> None:
     """Each name is there as the empty dir or file a placeholder is."""
     for name in names:
@@ -136,9 +143,7 @@ def test_a_sweep_leaves_what_a_live_bridges_child_mounts_until_that_bridge_is_go
 def test_a_bridge_ending_cleanly_keeps_its_placeholders_while_another_bridges_child_mounts_them(dirs: Dirs) -> None:
     with running_bridge(dirs, "first") as first:
         with running_bridge(dirs, "second"):  # its child mounts the first's placeholders as present paths
-            assert first.stdin is not None
-            first.stdin.close()  # the first bridge shuts down: its child ends, finish_launch runs
-            assert first.wait(60) == 0
+            end_cleanly(first)
             assert_present(dirs.ws, MADE)  # removing them would detach the second child's mounts
     with running_bridge(dirs):  # both gone: the first's ledger kept them for this sweep
         assert [name for name in MADE if (dirs.ws / name).exists()] == []
@@ -149,12 +154,9 @@ def test_a_bridge_ending_cleanly_keeps_its_placeholders_while_another_bridges_ch
 def test_a_bridge_whose_child_ends_removes_what_a_bridge_that_ended_before_it_could_not(dirs: Dirs) -> None:
     """Nothing stays in the workspace once both bridges ended cleanly, with no third bridge to sweep."""
     with running_bridge(dirs, "first") as first, running_bridge(dirs, "second") as second:
-        for ending in (first, second):
-            assert ending.stdin is not None
-            ending.stdin.close()  # shuts down: its child ends, finish_launch runs
-            assert ending.wait(60) == 0
-            if ending is first:
-                assert_present(dirs.ws, MADE)  # the second's child still mounts them
+        end_cleanly(first)
+        assert_present(dirs.ws, MADE)  # the second's child still mounts them
+        end_cleanly(second)
         assert [name for name in MADE if (dirs.ws / name).exists()] == []
         assert (dirs.ws / ".vscode").is_dir()  # the twin: the user's own empty dir stays
         assert dirs.ledgers() == []
