@@ -191,6 +191,11 @@ def tool_call(bridge: Client, server: str, tool: str, arguments: dict[str, Any])
     return lambda: bridge.call_tool("mcp_call_tool", {"server": server, "tool_name": tool, "arguments_json": json.dumps(arguments)})
 
 
+def bridged_echo(bridge: Client) -> Callable[[], Awaitable[Any]]:
+    """The warm rows' bridged call: the echo server added as "echo"."""
+    return tool_call(bridge, "echo", "echo", {"text": "x"})
+
+
 RELAY_CALL = {"server": "relay", "tool_name": "progress", "arguments_json": json.dumps({"steps": 1})}
 
 
@@ -295,14 +300,14 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             async with Client(direct_echo) as direct, Client(relayed(sys.executable, ECHO)) as relay:
                 echo = echo_call(direct)
                 b, d, f, r = await interleaved(
-                    [tool_call(bridge, "echo", "echo", {"text": "x"}), echo, back_to_back(echo, echo), echo_call(relay)], calls
+                    [bridged_echo(bridge), echo, back_to_back(echo, echo), echo_call(relay)], calls
                 )
                 rows.append(ratio_row("warm stdio call, FastMCP echo", b, d, 2.0))
                 rows.append(floor_row("two direct stdio calls back to back", f, d, b))
                 rows.append(relay_row(r, d, b))
             # Read in the same calls, so a machine that slows down slows both: the bridge's own
             # share, which wall-clock ratios on a shared VM only show through its noise.
-            mine, theirs = await cpu_per_call(bridge_pid(), tool_call(bridge, "echo", "echo", {"text": "x"}), calls * 2)
+            mine, theirs = await cpu_per_call(bridge_pid(), bridged_echo(bridge), calls * 2)
             rows.append(Row(
                 "CPU a warm echo call costs: the bridge process, and the echo server behind it", ms(mine), ms(theirs),
                 f"{mine / theirs:.2f}x", "the bridge's work for a call, against one FastMCP server's",
@@ -416,7 +421,7 @@ async def main(calls: int, cold_runs: int, with_time: bool) -> None:
             await add(bridge, "echo", sys.executable, ECHO)
             floor = back_to_back(echo_call(direct), echo_call(direct_stdio))
             b, d, f, r = await interleaved(
-                [tool_call(bridge, "echo", "echo", {"text": "x"}), echo_call(direct), floor, echo_call(relay)], calls
+                [bridged_echo(bridge), echo_call(direct), floor, echo_call(relay)], calls
             )
             rows.append(ratio_row("warm call over Streamable HTTP (to a stdio echo)", b, d, 1.5))
             rows.append(floor_row("a direct HTTP call and a direct stdio call back to back", f, d, b))

@@ -23,32 +23,31 @@ import asyncio
 import json
 import os
 import queue
-import socket
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import mcp_types as mt
 import uvicorn
-from bench_bridge import BRIDGE, ECHO, add, echo_call, interleaved, serving, tool_call
+from bench_bridge import BRIDGE, ECHO, add, bridged_echo, echo_call, interleaved, serving
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from raw_relay import LIMIT, stdio_streams
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bridge.host.calls import CallArguments
+from bridge.host.http import bind
 from bridge.models import CallResult
 from bridge.tools.audit import AuditEntry
 
-LIMIT = 1 << 24
 Message = dict[str, Any]
 
 
@@ -130,11 +129,7 @@ async def serve(face: str, sdk: bool, tools: Path, command: list[str]) -> None:
 
 
 async def serve_stdio(sketch: Sketch) -> None:
-    loop = asyncio.get_running_loop()
-    stdin = asyncio.StreamReader(limit=LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin.buffer)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout.buffer)
-    stdout = asyncio.StreamWriter(transport, protocol, None, loop)
+    stdin, stdout = await stdio_streams()
     while line := await stdin.readline():
         if (answer := await sketch.answer(json.loads(line))) is not None:
             stdout.write(json.dumps(answer).encode() + b"\n")
@@ -148,16 +143,10 @@ async def serve_http(sketch: Sketch) -> None:
         answer = await sketch.answer(json.loads(await request.body()))
         return JSONResponse(answer) if answer is not None else Response(status_code=202)
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY, as bridge.host.http
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
+    sock = bind("127.0.0.1", 0)  # the bridge's own: TCP_NODELAY on every accepted socket
     print("PORT", sock.getsockname()[1], flush=True)
     app = Starlette(routes=[Route("/mcp", mcp, methods=["POST", "GET", "DELETE"])])
     await uvicorn.Server(uvicorn.Config(app, http="httptools", log_level="warning", access_log=False)).serve(sockets=[sock])
-
-
-def bridged_echo(client: Client) -> Callable[[], Awaitable[Any]]:
-    return tool_call(client, "echo", "echo", {"text": "x"})
 
 
 def sketch_argv(face: str, sdk: bool, tools: Path) -> list[str]:

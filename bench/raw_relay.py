@@ -27,14 +27,19 @@ async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None
         await sink.drain()
 
 
-async def relay_stdio(command: list[str]) -> None:
+async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """This process's stdin and stdout as asyncio streams."""
     loop = asyncio.get_running_loop()
-    child = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LIMIT)
-    assert child.stdin is not None and child.stdout is not None
     stdin = asyncio.StreamReader(limit=LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin.buffer)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout.buffer)
-    stdout = asyncio.StreamWriter(transport, protocol, None, loop)
+    return stdin, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+async def relay_stdio(command: list[str]) -> None:
+    child = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LIMIT)
+    assert child.stdin is not None and child.stdout is not None
+    stdin, stdout = await stdio_streams()
     await asyncio.gather(pump(stdin, child.stdin), pump(child.stdout, stdout))
 
 
