@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything the test-suite needs on a fresh Debian machine, then run all of it.
-# Extra arguments go to pytest (e.g. scripts/test.sh tests/bridge -x).
+# Extra arguments go to pytest (e.g. scripts/test.sh -n0 tests/host -x, one process, stop at the first failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Sandboxed children get a private /tmp and /run, so the fixture servers of a checkout there are
