@@ -144,9 +144,12 @@ class Policy:
         return (self.workspace, *self.write_roots)
 
 
-def hidden_by(policy: Policy, path: Path) -> Path | None:
-    """The mask or hidden tree that keeps `path` out of the child's sight, or None if visible."""
-    real = Path(os.path.realpath(path))
+def hidden_by(policy: Policy, path: Path, *, follow: bool = True) -> Path | None:
+    """The mask or hidden tree that keeps `path` out of the child's sight, or None if visible.
+
+    `follow=False` asks about a symlink itself (a hop of a program chain), not its target.
+    """
+    real = Path(os.path.realpath(path)) if follow else Path(os.path.realpath(path.parent)) / path.name
     for mask in policy.masks:
         if mask.kind != "absent" and within(real, mask.path):
             return mask.path
