@@ -77,7 +77,8 @@ class SandboxConfig:
     proxy's sockets go (default `/tmp/mcp-bridge-<uid>`; keep it short, socket paths are capped).
     `pids_cgroup`: a root bridge enforces `limits.processes` with a pids cgroup per child (the
     kernel exempts host uid 0 from RLIMIT_NPROC); joining one waits ~10 ms on cgroup v1, which the
-    gate overlaps with bwrap's setup.
+    gate overlaps with bwrap's setup. `own_paths`: the bridge's own code, interpreter and venv,
+    and its checkout: read-only inside a writable root, and no writable root may lie inside one.
     """
 
     backend: Literal["auto", "bubblewrap", "seatbelt", "none"]
@@ -90,6 +91,7 @@ class SandboxConfig:
     proxy_dir: Path | None = None
     limits: Limits = field(default_factory=Limits)
     pids_cgroup: bool = True
+    own_paths: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -358,7 +360,7 @@ def _plan(
         private_home=private_home, homes_dir=homes_dir, read_paths=read_paths,
         git_write_paths=git_write_paths, program_files=program_files, allowed_hosts=hosts,
         proxy_socket=proxy_socket, empty_file=homes_dir / EMPTY_FILE, empty_dir=homes_dir / EMPTY_DIR,
-        held=held,
+        held=held, own_paths=config.own_paths,
     )  # fmt: skip
     problem = check_runnable(executable, policy, path_env=path_env)
     if problem is None and hidden_by(policy, cwd) is not None:

@@ -50,7 +50,7 @@ from bridge.models import (
     StdioServerSpec,
     ToolPolicy,
 )
-from bridge.settings import Settings, config_path, workspace_problem
+from bridge.settings import OWN_CODE, Settings, config_path, own_paths, workspace_problem
 from bridge.store.registry import Registry, parse_config_servers
 from bridge.store.tokens import ServerTokens
 from bridge.tools import output, policy, secrets, validation
@@ -162,7 +162,9 @@ class Bridge(SyncFaces):
         self.settings = settings
         self.caller = caller
         # Said at start by the host face, and in every stdio error: Claude Desktop starts us in /.
-        self.workspace_problem = workspace_problem(settings)
+        config_file = config_path(os.environ)
+        self.own = own_paths(settings, config_file)  # never writable by a child, wherever the workspace is
+        self.workspace_problem = workspace_problem(settings, own=self.own)
         self.registry = Registry(
             path=settings.registry_path,
             legacy_path=settings.legacy_registry_path,
@@ -170,7 +172,6 @@ class Bridge(SyncFaces):
         )
         if create_registry:
             self.registry.ensure_canonical()
-        config_file = config_path(os.environ)
         self.sandbox = SandboxConfig(
             backend=settings.sandbox,
             workspace=settings.workspace,
@@ -183,6 +184,7 @@ class Bridge(SyncFaces):
             proxy_dir=settings.proxy_dir,
             limits=settings.limits,
             pids_cgroup=settings.sandbox_pids_cgroup,
+            own_paths=tuple(path for path, what in self.own.items() if what in OWN_CODE),
         )
         self.proxy = FilteringProxy()
         self.sessions = Sessions(
