@@ -33,6 +33,7 @@ from bridge.settings import (
     misspelt,
 )
 from bridge.tools import Bridge
+from bridge.wording import log_to_stderr
 
 if TYPE_CHECKING:
     from fastmcp.server.auth import AuthProvider
@@ -63,7 +64,7 @@ def main(
     `MCP_CONFIG` or the checkout's `config.py`); `auth` is for launchers that bring a FastMCP
     OAuth provider (see README)."""
     args = _parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    log_to_stderr(logging.INFO, "%(asctime)s %(name)s %(levelname)s %(message)s")
     for name, close in misspelt(os.environ):
         logger.warning("%s is not a setting of the bridge%s", name, f"; did you mean {close}?" if close else "")
     try:
