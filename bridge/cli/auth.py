@@ -28,7 +28,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "auth",
         "OAuth: approve clients of the HTTP face (ChatGPT...); sign in to servers",
         "The built-in OAuth server's state, for its owner:\n\n"
-        "  mcp-bridge auth pending         requests waiting for approval, with their pairing codes\n"
+        "  mcp-bridge auth pending         requests waiting for approval, newest first: name, pairing code\n"
         "  mcp-bridge auth clients         registered clients: name, redirect URI, last use\n"
         "  mcp-bridge auth revoke CLIENT   forget a client (ID or name) and every token it holds, at once\n"
         "  mcp-bridge auth login NAME      sign in to a downstream server that asks for OAuth\n"
@@ -64,8 +64,9 @@ def _listed(read: Callable[[Path], list[T]], state_dir: Path, empty: str) -> lis
 def pending(args: argparse.Namespace) -> int:
     for request in _listed(list_pending, load_settings().state_dir, "No authorization request is waiting."):
         print(
-            f"{request.pairing_code}  {request.client_name or request.client_id!r} -> {request.redirect_uri} "
-            f"(until {_when(request.expires_at)}, {request.attempts_left} attempts left)"
+            f"{request.name}  {request.pairing_code}  {request.client_name or request.client_id!r} "
+            f"-> {request.redirect_uri!r} (client {request.client_id!r}; until {_when(request.expires_at)}, "
+            f"{request.attempts_left} attempts left)"
         )
     return 0
 
