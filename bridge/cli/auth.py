@@ -18,6 +18,7 @@ from bridge.cli.context import load_settings
 from bridge.cli.errors import CliError, Exit, add_command
 from bridge.host.oauth import list_clients, list_pending, revoke_client
 from bridge.host.oauth.store import StoreUnreadable
+from bridge.wording import quoted
 
 T = TypeVar("T")
 
@@ -64,7 +65,7 @@ def _listed(read: Callable[[Path], list[T]], state_dir: Path, empty: str) -> lis
 def pending(args: argparse.Namespace) -> int:
     for request in _listed(list_pending, load_settings().state_dir, "No authorization request is waiting."):
         print(
-            f"{request.pairing_code}  {request.client_name or request.client_id!r} -> {request.redirect_uri} "
+            f"{request.pairing_code}  {quoted(request.client_name or request.client_id, 80)} -> {quoted(request.redirect_uri, 200)} "
             f"(until {_when(request.expires_at)}, {request.attempts_left} attempts left)"
         )
     return 0
@@ -73,8 +74,8 @@ def pending(args: argparse.Namespace) -> int:
 def clients(args: argparse.Namespace) -> int:
     for client in _listed(list_clients, load_settings().state_dir, "No client is registered."):
         print(
-            f"{client.client_id}  {client.client_name or '(no name)'!r} [{client.kind}] "
-            f"redirect {', '.join(client.redirect_uris)}; last used {_when(client.last_used_at)}; "
+            f"{quoted(client.client_id, 200)}  {quoted(client.client_name or '(no name)', 80)} [{client.kind}] "
+            f"redirect {', '.join(quoted(uri, 200) for uri in client.redirect_uris)}; last used {_when(client.last_used_at)}; "
             f"{client.active_tokens} active token(s)"
         )
     return 0
@@ -87,5 +88,5 @@ def revoke_one(args: argparse.Namespace) -> int:
         raise CliError(str(exc), Exit.NOT_FOUND) from None
     except StoreUnreadable as exc:
         raise _unreadable(exc) from None
-    print(f"Revoked {gone.client_id} ({gone.client_name or 'no name'}): {gone.active_tokens} token(s) no longer work.")
+    print(f"Revoked {quoted(gone.client_id, 200)} ({quoted(gone.client_name or 'no name', 80)}): {gone.active_tokens} token(s) no longer work.")
     return 0

@@ -374,7 +374,7 @@ class Bridge(SyncFaces):
                 return Reply(text=text, data=data)
             name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
-            call = CallRelay(channel=channel, roots=self._roots(spec), limits=self.limits)
+            call = CallRelay(channel=channel, roots=self._roots(spec), server=name, limits=self.limits)
             tools, unrunnable = await self.runtime.run_async(
                 lambda: self._signing_in(name, spec, call, lambda: self.sessions.catalog(name, spec, call))
             )
@@ -422,7 +422,7 @@ class Bridge(SyncFaces):
                 return await self._read_resource(name, spec, arguments, caller)
 
             async def run(up: HostChannel | None) -> tuple[types.CallToolResult, list[str]]:
-                relay = CallRelay(channel=up, roots=self._roots(spec), limits=self.limits)
+                relay = CallRelay(channel=up, roots=self._roots(spec), server=name, limits=self.limits)
                 _, result = await self._signing_in(
                     name,
                     spec,
@@ -477,7 +477,7 @@ class Bridge(SyncFaces):
             return BridgeError("auth_required", f"{error.message} ({exc.message})", **error.detail), False
         opened = False
         if relay.abilities.elicit_url:
-            answer = await relay.elicit(
+            answer = await relay.elicit_for_bridge(
                 types.ElicitRequestURLParams(
                     mode="url", message=f"Sign in to {name} for the bridge", url=url, elicitation_id=uuid.uuid4().hex
                 )
