@@ -65,9 +65,9 @@ def _listed(read: Callable[[Path], list[T]], state_dir: Path, empty: str) -> lis
 def pending(args: argparse.Namespace) -> int:
     for request in _listed(list_pending, load_settings().state_dir, "No authorization request is waiting."):
         print(
-            f"{escaped(request.name)}  {request.pairing_code}  {quoted(request.client_name or request.client_id, 80)} "
-            f"-> {quoted(request.redirect_uri, 200)} (client {quoted(request.client_id)}; until {_when(request.expires_at)}, "
-            f"{request.attempts_left} attempts left)"
+            f"{request.name}  {request.pairing_code}  {quoted(request.client_name or request.client_id)} "
+            f"-> {quoted(request.redirect_uri)} (client {quoted(request.client_id)}; until "
+            f"{_when(request.expires_at)}, {request.attempts_left} attempts left)"
         )
     return 0
 
@@ -75,8 +75,8 @@ def pending(args: argparse.Namespace) -> int:
 def clients(args: argparse.Namespace) -> int:
     for client in _listed(list_clients, load_settings().state_dir, "No client is registered."):
         print(
-            f"{quoted(client.client_id)}  {quoted(client.client_name or '(no name)', 80)} [{client.kind}] "
-            f"redirect {', '.join(quoted(uri, 200) for uri in client.redirect_uris)}; last used {_when(client.last_used_at)}; "
+            f"{escaped(client.client_id)}  {quoted(client.client_name or '(no name)')} [{client.kind}] "
+            f"redirect {', '.join(map(escaped, client.redirect_uris))}; last used {_when(client.last_used_at)}; "
             f"{client.active_tokens} active token(s)"
         )
     return 0
@@ -89,5 +89,8 @@ def revoke_one(args: argparse.Namespace) -> int:
         raise CliError(str(exc), Exit.NOT_FOUND) from None
     except StoreUnreadable as exc:
         raise _unreadable(exc) from None
-    print(f"Revoked {quoted(gone.client_id)} ({quoted(gone.client_name or 'no name', 80)}): {gone.active_tokens} token(s) no longer work.")
+    print(
+        f"Revoked {escaped(gone.client_id)} ({quoted(gone.client_name or 'no name')}): "
+        f"{gone.active_tokens} token(s) no longer work."
+    )
     return 0

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from bridge.host.oauth.state import ClientRecord, OAuthState
 from bridge.host.oauth.store import OAuthStore
+from bridge.wording import escaped, quoted
 
 
 def _when(timestamp: float | None) -> datetime | None:
@@ -97,8 +98,8 @@ def revoke_client(state_dir: Path, client: str) -> ClientView:
             cid for cid, rec in state.clients.items() if rec.info.client_name == client
         ]
         if len(matches) != 1:
-            found = "no client" if not matches else f"{len(matches)} clients ({', '.join(matches)})"
-            raise LookupError(f"{found} answer(s) to {client!r}; give a client ID from `mcp-bridge auth clients`")
+            found = "no client" if not matches else f"{len(matches)} clients ({', '.join(map(escaped, matches))})"
+            raise LookupError(f"{found} answer(s) to {quoted(client)}; give a client ID from `mcp-bridge auth clients`")
         view = _client_view(state, matches[0], state.clients[matches[0]])
         state.revoke_client(matches[0])
     return view

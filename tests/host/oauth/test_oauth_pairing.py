@@ -81,3 +81,19 @@ def test_clients_that_never_paired_are_forgotten_after_a_day(serve) -> None:
     kept = sorted(c.client_name for c in list_clients(served.state_dir))
     assert kept == ["paired", "raw client", "recent"]
     assert "abandoned" not in (served.state_dir / "oauth" / "state.json").read_text()
+
+
+def test_a_client_name_with_control_characters_cannot_forge_a_line_of_the_cli(serve) -> None:
+    served = serve()
+    forged = "ChatGPT\n7H4Q-CTYR  'ChatGPT' \x1b[2J\u202e"
+    RawClient.registered(served, client_name=forged).open_consent()
+    RawClient.registered(served, client_name="plain").open_consent()
+
+    pending = cli(served.state_dir, "pending")
+    clients = cli(served.state_dir, "clients")
+
+    assert len(pending.splitlines()) == 2 and len(clients.splitlines()) == 2  # one line per entry, as the twin
+    for shown in (pending, clients):
+        assert "\x1b" not in shown and "\u202e" not in shown
+        assert "'ChatGPT\\n7H4Q-CTYR  \\'ChatGPT\\' \\x1b[2J\\u202e'" in shown
+        assert "'plain'" in shown
