@@ -419,6 +419,7 @@ class Bridge(SyncFaces, Relayed, Signing):
                 args_json=args_json,
                 cwd_value=cwd,
                 workspace=self.settings.workspace,
+                path_env=os.environ.get("PATH", os.defpath),  # as the CLI resolves a bare name
             )
             require_transport(self.settings, spec)
             if isinstance(spec, HttpServerSpec):  # a forbidden target or unresolvable reference: refused now
@@ -434,7 +435,8 @@ class Bridge(SyncFaces, Relayed, Signing):
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
-            text = f"{verb} {checked} ({spec.transport}). Call mcp_list_tools(server={checked!r}) to see its tools."
+            kind = f"stdio, runs {data.server.target}" if isinstance(spec, StdioServerSpec) else spec.transport
+            text = f"{verb} {checked} ({kind}). Call mcp_list_tools(server={checked!r}) to see its tools."
             return Reply(text=text, data=data)
 
         return await self._reply("mcp_add_server", build, server=name)
