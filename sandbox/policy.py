@@ -9,6 +9,9 @@
   the root's editor, agent and tool config paths are read-only: the host runs them later.
   Existing ones are `protected`; absent ones get a read-only `placeholders` mount point, so they
   cannot be created either (the launch removes the mount points when the child ends).
+- The bridge's `own` code, interpreter and venv, and the checkout it runs from are read-only where
+  a writable root holds them (the next start would run what a child wrote there); a writable root
+  inside one of them is refused.
 - `pinned` directories lie between a write root and a mask or protected path. They must not be
   renamed: a renamed parent carries the mask away and a fresh, writable copy could take its place.
 - Network: `deny`, `allow`, or `proxy` (only `allowed_hosts`, through the bridge's filtering proxy).
@@ -27,7 +30,7 @@ from typing import Literal
 
 from sandbox.errors import InvalidWorkspace
 from sandbox.programs import install_tree
-from sandbox.repos import git_dirs, scan_roots
+from sandbox.repos import SCAN_MAX_DIRS, git_dirs, scan_roots
 
 Network = Literal["deny", "allow", "proxy"]
 Platform = Literal["linux", "darwin"]
@@ -132,6 +135,8 @@ class Policy:
     empty_file: Path | None = None  # the source of file placeholders: reads give "", not EACCES
     empty_dir: Path | None = None  # the source of dir placeholders: one read-only bind, no remount
     git_dirs: frozenset[Path] = frozenset()  # every .git found at spawn (for `new_git_dirs`)
+    scan_max_dirs: int = SCAN_MAX_DIRS  # the bound of that scan, and of the rescan when the child ends
+    own: tuple[Path, ...] = ()  # the bridge's own code and venv inside a writable root: read-only
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -144,9 +149,12 @@ class Policy:
         return (self.workspace, *self.write_roots)
 
 
-def hidden_by(policy: Policy, path: Path) -> Path | None:
-    """The mask or hidden tree that keeps `path` out of the child's sight, or None if visible."""
-    real = Path(os.path.realpath(path))
+def hidden_by(policy: Policy, path: Path, *, follow: bool = True) -> Path | None:
+    """The mask or hidden tree that keeps `path` out of the child's sight, or None if visible.
+
+    `follow=False` asks about a symlink itself (a hop of a program chain), not its target.
+    """
+    real = Path(os.path.realpath(path)) if follow else Path(os.path.realpath(path.parent)) / path.name
     for mask in policy.masks:
         if mask.kind != "absent" and within(real, mask.path):
             return mask.path
@@ -179,12 +187,16 @@ def build_policy(
     empty_file: Path | None = None,
     empty_dir: Path | None = None,
     held: frozenset[Path] = frozenset(),
+    own_paths: tuple[Path, ...] = (),
+    scan_max_dirs: int = SCAN_MAX_DIRS,
 ) -> Policy:
     """Derive the policy, refusing roots that would expose a secret (raises `InvalidWorkspace`).
 
     `private_home` hides the real `home` (and `homes_dir`, the other servers' homes);
     `program_files` is the command's chain (see `programs.py`); `held` are placeholders another
-    running child holds, which look present on disk but are still placeholders.
+    running child holds, which look present on disk but are still placeholders; `own_paths` are
+    the bridge's own code and venv (read-only inside a writable root, never around one);
+    `scan_max_dirs` bounds the search for nested repositories (a root past it is refused).
     """
     home = Path(os.path.realpath(home))
     bridge_secrets = [Path(os.path.realpath(p)) for p in (state_dir, *secret_paths)]
@@ -196,6 +208,7 @@ def build_policy(
         raise InvalidWorkspace(f"workspace {ws} is not an existing directory")
     _refuse_unsafe_root(ws, "workspace", home, masks, exempt)
     roots = _write_roots(write_paths, ws, home, masks, exempt)
+    own = _own_inside((ws, *roots), own_paths, masks)
 
     hidden: tuple[Path, ...] = ()
     exposed: tuple[Path, ...] = ()
@@ -208,7 +221,7 @@ def build_policy(
         exposed = _exposures(candidates, reads, hidden, masks, keep_out)
 
     git_write = {Path(os.path.realpath(p)) for p in git_write_paths}
-    protected, placeholders, found = _guarded((ws, *roots), git_write, held)
+    protected, placeholders, found = _guarded((ws, *roots), git_write, held, scan_max_dirs)
     protected = tuple(p for p in protected if not _under_dir_mask(p, masks))
     present = [m.path for m in masks if m.kind != "absent"]
     return Policy(
@@ -216,7 +229,7 @@ def build_policy(
         write_roots=roots,
         masks=masks,
         protected=protected,
-        pinned=_pinned((*protected, *(p.path for p in placeholders), *present), (ws, *roots)),
+        pinned=_pinned((*protected, *own, *(p.path for p in placeholders), *present), (ws, *roots)),
         network=network,
         as_root=as_root,
         run_binds=_dns_binds() if platform == "linux" and network == "allow" else (),
@@ -229,6 +242,8 @@ def build_policy(
         empty_file=empty_file,
         empty_dir=empty_dir,
         git_dirs=found,
+        scan_max_dirs=scan_max_dirs,
+        own=own,
     )
 
 
@@ -290,6 +305,22 @@ def _refuse_unsafe_root(
             raise InvalidWorkspace(f"{what} {root} lies inside {mask.path}, which children may not read")
         if within(mask.path, root) and mask.path not in exempt:
             raise InvalidWorkspace(f"{what} {root} contains {mask.path}, which children may not read")
+
+
+def _own_inside(roots: tuple[Path, ...], own_paths: tuple[Path, ...], masks: tuple[Mask, ...]) -> tuple[Path, ...]:
+    """The bridge's own paths that writable roots hold (kept read-only); a root inside one is refused."""
+    inside: list[Path] = []
+    for own in (Path(os.path.realpath(p)) for p in own_paths):
+        for root in roots:
+            what = "workspace" if root == roots[0] else "write path"
+            if within(root, own):
+                raise InvalidWorkspace(
+                    f"{what} {root} lies inside the bridge's own {own}, which children may not write "
+                    "(the next start would run what they wrote); use a folder outside it"
+                )
+            if within(own, root) and own.exists() and not _under_dir_mask(own, masks) and own not in inside:
+                inside.append(own)
+    return tuple(inside)
 
 
 def _existing(raw: str, what: str) -> Path:
@@ -360,7 +391,7 @@ def _exposures(
 
 
 def _guarded(
-    roots: tuple[Path, ...], git_write: set[Path], held: frozenset[Path]
+    roots: tuple[Path, ...], git_write: set[Path], held: frozenset[Path], max_dirs: int
 ) -> tuple[tuple[Path, ...], tuple[Placeholder, ...], frozenset[Path]]:
     """Read-only paths (existing) and placeholders (absent) at each root, plus nested git dirs.
 
@@ -380,7 +411,7 @@ def _guarded(
             protected += git_dirs(path) if name == ".git" else [path]
     root_gits = {root / ".git" for root in roots}
     # A reused scan may predate a root's `.git` (another bridge's placeholder, say): looked at afresh.
-    found = scan_roots(roots, max_age=SCAN_REUSE_S) | {dot_git for dot_git in root_gits if os.path.lexists(dot_git)}
+    found = scan_roots(roots, max_age=SCAN_REUSE_S, max_dirs=max_dirs) | {dot_git for dot_git in root_gits if os.path.lexists(dot_git)}
     for dot_git in sorted(found - root_gits):
         if dot_git.parent in git_write or dot_git in held:
             continue
