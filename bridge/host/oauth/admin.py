@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from bridge.host.oauth.state import ClientRecord, OAuthState
 from bridge.host.oauth.store import OAuthStore
+from bridge.wording import escaped, quoted
 
 
 def _when(timestamp: float | None) -> datetime | None:
@@ -24,6 +25,7 @@ def _when(timestamp: float | None) -> datetime | None:
 class PendingView(BaseModel):
     """A consent request waiting for its code."""
 
+    name: str
     client_id: str
     client_name: str | None
     redirect_uri: str
@@ -60,12 +62,13 @@ def _client_view(state: OAuthState, client_id: str, record: ClientRecord) -> Cli
 
 
 def list_pending(state_dir: Path) -> list[PendingView]:
-    """Requests still waiting for the owner, oldest first."""
+    """Requests still waiting for the owner, newest first (the one just started is on top)."""
     now = time.time()
     waiting = sorted((p for p in OAuthStore(state_dir).read().pending.values() if p.expires_at > now),
-                     key=lambda p: p.created_at)
+                     key=lambda p: p.created_at, reverse=True)
     return [
         PendingView(
+            name=p.name,
             client_id=p.client_id,
             client_name=p.client_name,
             redirect_uri=p.redirect_uri,
@@ -78,8 +81,10 @@ def list_pending(state_dir: Path) -> list[PendingView]:
 
 
 def list_clients(state_dir: Path) -> list[ClientView]:
-    """Every known client, first registered first."""
-    state = OAuthStore(state_dir).read()
+    """Every known client, first registered first (not those the next write forgets: registered
+    over a day ago and never paired)."""
+    state = OAuthStore(state_dir).read().model_copy(deep=True)
+    state.purge(time.time())
     ordered = sorted(state.clients.items(), key=lambda item: item[1].registered_at)
     return [_client_view(state, cid, record) for cid, record in ordered]
 
@@ -96,9 +101,9 @@ def revoke_client(state_dir: Path, client: str) -> ClientView:
         if len(matches) != 1:
             names = [*state.clients, *(rec.info.client_name or "" for rec in state.clients.values())]
             close = difflib.get_close_matches(client, names, n=1, cutoff=0.6) if not matches else []
-            found = "no client" if not matches else f"{len(matches)} clients ({', '.join(matches)})"
-            meant = f"; did you mean {close[0]!r}?" if close else ""
-            raise LookupError(f"{found} answer(s) to {client!r}{meant}; give a client ID from `mcp-bridge auth clients`")
+            found = "no client" if not matches else f"{len(matches)} clients ({', '.join(map(escaped, matches))})"
+            meant = f"; did you mean {quoted(close[0])}?" if close else ""
+            raise LookupError(f"{found} answer(s) to {quoted(client)}{meant}; give a client ID from `mcp-bridge auth clients`")
         view = _client_view(state, matches[0], state.clients[matches[0]])
         state.revoke_client(matches[0])
     return view
