@@ -46,10 +46,12 @@ from bridge.models import (
     ToolPolicy,
 )
 from bridge.settings import Settings, config_path, workspace_problem
+from bridge.store.catalog import Catalog
 from bridge.store.registry import Registry, parse_config_servers
-from bridge.tools import output, policy, secrets, validation
+from bridge.tools import output, policy, search, secrets, validation
 from bridge.tools.audit import AuditEntry, AuditLog
 from bridge.tools.drift import DriftGuard
+from bridge.tools.finding import Finding, Indexing
 from bridge.tools.gates import require_dynamic, require_transport
 from bridge.tools.parked import Asks, Parking
 from bridge.tools.relayed import RESOURCES_READ, Relayed
@@ -99,7 +101,7 @@ def _size(arguments_json: object) -> int:
     return 0
 
 
-class Bridge(SyncFaces, Relayed, Signing):
+class Bridge(SyncFaces, Relayed, Signing, Finding):
     """Holds what the four tools share: settings, the registry, sessions and the worker loop."""
 
     def __init__(
@@ -145,6 +147,8 @@ class Bridge(SyncFaces, Relayed, Signing):
             pids_cgroup=settings.sandbox_pids_cgroup,
         )
         self.proxy = FilteringProxy()
+        self.catalog = Catalog(settings.state_dir / "catalog" / "index.sqlite3", search.VERSION)
+        self.indexing = Indexing(self)
         self.sessions = Sessions(
             SessionSettings(
                 timeout=settings.timeout,
@@ -160,6 +164,7 @@ class Bridge(SyncFaces, Relayed, Signing):
             Backoff(after=settings.backoff_after, max_s=settings.backoff_max_s, clock=time.monotonic),
             ChildSupport(proxy=self.proxy, home_key=self.home_key, on_new_repositories=self._new_repositories),
             auth_for=self._signed_in,
+            listings=self.indexing,
         )
         # Probed once, now, off the loop that will serve the host; None when stdio children can start.
         self.sandbox_problem = probe(self.sandbox) if "stdio" in settings.allowed_transports else None
@@ -172,11 +177,14 @@ class Bridge(SyncFaces, Relayed, Signing):
         # URIs each server linked or embedded in a result: `resources/read` may read them.
         self.linked: dict[str, OrderedDict[str, None]] = {}
         self.sign_ins = SignIns(self.sessions.settings)
-        self.runtime = Runtime(services=[self.sessions.serve, self.proxy.serve, self.parking.serve, self.sign_ins.serve])
+        self.runtime = Runtime(
+            services=[self.sessions.serve, self.proxy.serve, self.parking.serve, self.sign_ins.serve, self.indexing.serve]
+        )
 
     def close(self) -> None:
         self.runtime.close()
         self.audit.close()
+        self.catalog.close()
 
     def tool_definitions(self, server: str) -> list[types.Tool]:
         """A server's full tool definitions, reached as mcp_list_tools reaches them (for the CLI's probe).
@@ -303,12 +311,23 @@ class Bridge(SyncFaces, Relayed, Signing):
     # -- the four tools (async: awaitable from any event loop) ------------------------------
 
     async def list_tools_async(
-        self, server: str | None = None, tool_name: str | None = None, *, channel: HostChannel | None = None
+        self,
+        server: str | None = None,
+        tool_name: str | None = None,
+        *,
+        channel: HostChannel | None = None,
+        query: str | None = None,
+        limit: int | None = None,
     ) -> Reply:
         """No server: the registered servers. A server: its catalog, as offered to a host with the
-        abilities of `channel`'s. And a tool: that tool's schema."""
+        abilities of `channel`'s. And a tool: that tool's schema. A query: the tools that match it
+        (`bridge.tools.finding`), of every server or of `server`."""
 
         async def build() -> Reply:
+            if query is not None or limit is not None:
+                if tool_name is not None and tool_name != "":
+                    raise BridgeError("invalid_argument", "query and tool_name do not go together")
+                return await self._find(query, limit, server)
             if server is None or server == "":  # a wrong type (0, [], False) is not "no server"
                 if tool_name is not None and tool_name != "":
                     raise BridgeError("invalid_argument", "tool_name needs a server")
