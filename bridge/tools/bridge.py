@@ -80,8 +80,11 @@ def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
     return ServerInfo(name=name, transport=spec.transport, origin=origin, target=target)
 
 
-def _command_line(spec: StdioServerSpec) -> tuple[str, ...]:
-    return (spec.command, *spec.args)
+def _keeps_home(before: ServerSpec | None, after: ServerSpec) -> bool:
+    """Whether a re-registered entry keeps its stdio home: only when it runs the same program."""
+    if not isinstance(before, StdioServerSpec):
+        return True
+    return isinstance(after, StdioServerSpec) and (before.command, *before.args) == (after.command, *after.args)
 
 
 def _audited_name(value: object) -> str | None:
@@ -446,7 +449,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             # The lock may be held by another bridge process: wait for it off the event loop.
             replaced = await anyio.to_thread.run_sync(self.registry.add, checked, spec)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
-            if isinstance(before, StdioServerSpec) and _command_line(before) != _command_line(spec):
+            if not _keeps_home(before, spec):
                 await anyio.to_thread.run_sync(self._drop_home, checked)  # another program: a fresh home
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)

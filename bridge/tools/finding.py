@@ -153,16 +153,18 @@ class Finding:
         now = time.time()
         kept = {name for name, part in parts.items() if name in targets and name not in gone}
         fresh = {name for name in kept if parts[name].expires_at is None or parts[name].expires_at > now}
-        # Never indexed: listed now, waited for. Stale: answered from, and listed in the background.
-        missing = {name: targets[name][0] for name in targets if name not in kept}
-        stale = {name: targets[name][0] for name in kept - fresh}
+        # Never indexed, or said to have changed: listed now, waited for. Past its ttlMs: answered
+        # from, and listed again in the background.
+        changed = {name for name in kept if parts[name].expires_at == 0}
+        missing = {name: targets[name][0] for name in targets if name not in kept or name in changed}
+        stale = {name: targets[name][0] for name in kept - fresh - changed}
         if missing or stale:
             wait_s = self.settings.search_wait_s
             outcomes = await self.runtime.run_async(lambda: self.indexing.gather(missing, wait_s, stale))
             for name, outcome in outcomes.items():
                 if outcome is None:
                     kept.add(name)
-                else:
+                elif name not in kept:  # a part kept from before still answers while its server cannot
                     not_indexed.append(NotIndexed(server=name, reason=_reason(outcome)))
         searched = sorted(kept)
         match = search.match_expression(text)
