@@ -93,7 +93,7 @@ def _mounts(policy: Policy, forwarder: Forwarder | None) -> list[tuple[Path, lis
         ops.append((root, ["--bind", str(root), str(root)]))  # writable roots
     for pin in policy.pinned:
         ops.append((pin, ["--bind", str(pin), str(pin)]))  # a mount point cannot be renamed (EBUSY)
-    for path in policy.protected:
+    for path in (*policy.protected, *policy.own):
         ops.append((path, ["--ro-bind", str(path), str(path)]))  # run later by the host: read-only
     for holder in policy.placeholders:
         source = policy.empty_dir if holder.kind == "dir" else policy.empty_file

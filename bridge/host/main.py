@@ -2,7 +2,8 @@
 
 Everything a new user can get wrong is said here, once, on stderr, before serving: a bad setting
 (exit 2, naming it), a misspelt `MCP_*` variable (a warning with the close match), a workspace
-stdio children cannot use (a warning naming `MCP_WORKSPACE`), a port that cannot be bound (exit 2).
+stdio children cannot use (a warning naming `MCP_WORKSPACE`; so is one that holds the bridge's own
+code, which children then see read-only), a port that cannot be bound (exit 2).
 In stdio mode stdout is the protocol: logs go to stderr.
 """
 
@@ -31,6 +32,7 @@ from bridge.settings import (
     describe_error,
     developer_servers,
     misspelt,
+    own_paths_inside,
 )
 from bridge.tools import Bridge
 from bridge.wording import log_to_stderr
@@ -80,6 +82,8 @@ def main(
         return _fail(f"invalid configuration: {exc}")
     if bridge.workspace_problem is not None:
         logger.warning("stdio servers cannot start: %s", bridge.workspace_problem)
+    elif held := own_paths_inside(settings.workspace, bridge.own):
+        logger.warning("MCP_WORKSPACE %s holds the bridge's own %s: children cannot write them", settings.workspace, ", ".join(held))
     if bridge.sandbox_problem is not None:
         logger.warning("stdio servers cannot start: %s", bridge.sandbox_problem)
     try:

@@ -45,7 +45,7 @@ from bridge.models import (
     StdioServerSpec,
     ToolPolicy,
 )
-from bridge.settings import Settings, config_path, workspace_problem
+from bridge.settings import OWN_CODE, Settings, config_path, own_paths, workspace_problem
 from bridge.store.catalog import Catalog
 from bridge.store.registry import Registry, parse_config_servers
 from bridge.tools import output, policy, search, secrets, validation
@@ -127,7 +127,9 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
         self.settings = settings
         self.caller = caller
         # Said at start by the host face, and in every stdio error: Claude Desktop starts us in /.
-        self.workspace_problem = workspace_problem(settings)
+        config_file = config_path(os.environ)
+        self.own = own_paths(settings, config_file)  # never writable by a child, wherever the workspace is
+        self.workspace_problem = workspace_problem(settings, own=self.own)
         self.registry = Registry(
             path=settings.registry_path,
             legacy_path=settings.legacy_registry_path,
@@ -135,7 +137,6 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
         )
         if create_registry:
             self.registry.ensure_canonical()
-        config_file = config_path(os.environ)
         self.sandbox = SandboxConfig(
             backend=settings.sandbox,
             workspace=settings.workspace,
@@ -148,6 +149,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             proxy_dir=settings.proxy_dir,
             limits=settings.limits,
             pids_cgroup=settings.sandbox_pids_cgroup,
+            own_paths=tuple(path for path, what in self.own.items() if what in OWN_CODE),
         )
         self.proxy = FilteringProxy()
         self.catalog = Catalog(settings.state_dir / "catalog" / "index.sqlite3", search.VERSION)
@@ -439,6 +441,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
                 args_json=args_json,
                 cwd_value=cwd,
                 workspace=self.settings.workspace,
+                path_env=os.environ.get("PATH", os.defpath),  # as the CLI resolves a bare name
             )
             require_transport(self.settings, spec)
             if isinstance(spec, HttpServerSpec):  # a forbidden target or unresolvable reference: refused now
@@ -454,7 +457,8 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
-            text = f"{verb} {checked} ({spec.transport}). Call mcp_list_tools(server={checked!r}) to see its tools."
+            kind = f"stdio, runs {data.server.target}" if isinstance(spec, StdioServerSpec) else spec.transport
+            text = f"{verb} {checked} ({kind}). Call mcp_list_tools(server={checked!r}) to see its tools."
             return Reply(text=text, data=data)
 
         return await self._reply("mcp_add_server", build, server=name)
