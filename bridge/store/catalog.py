@@ -97,8 +97,8 @@ class Catalog:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            if db.execute("PRAGMA user_version").fetchone()[0] != self.version:
-                with _transaction(db):
+            with _transaction(db):  # checked under the write lock: another process may be creating it
+                if db.execute("PRAGMA user_version").fetchone()[0] != self.version:
                     db.execute("DROP TABLE IF EXISTS parts")
                     db.execute("DROP TABLE IF EXISTS tools")
                     db.execute(
