@@ -150,6 +150,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             limits=settings.limits,
             pids_cgroup=settings.sandbox_pids_cgroup,
             own_paths=tuple(path for path, what in self.own.items() if what in OWN_CODE),
+            scan_max_dirs=settings.sandbox_scan_max_dirs,
         )
         self.proxy = FilteringProxy()
         self.catalog = Catalog(settings.state_dir / "catalog" / "index.sqlite3", search.VERSION)
@@ -344,7 +345,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
                 return Reply(text=text, data=data)
             name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
-            call = CallRelay(channel=channel, roots=self._roots(spec), limits=self.limits)
+            call = CallRelay(channel=channel, roots=self._roots(spec), server=name, limits=self.limits)
             tools, unrunnable = await self.runtime.run_async(
                 lambda: self._signing_in(name, spec, call, lambda: self.sessions.catalog(name, spec, call))
             )
@@ -392,7 +393,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
                 return await self._read_resource(name, spec, arguments, caller)
 
             async def run(up: HostChannel | None) -> tuple[types.CallToolResult, list[str]]:
-                relay = CallRelay(channel=up, roots=self._roots(spec), limits=self.limits)
+                relay = CallRelay(channel=up, roots=self._roots(spec), server=name, limits=self.limits)
                 _, result = await self._signing_in(
                     name,
                     spec,
