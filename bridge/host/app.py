@@ -113,7 +113,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             headers_json: Annotated[
                 str | None, Field(description='A JSON object of strings, e.g. {"Authorization": "Bearer ..."}.')
             ] = None,
-            command: Annotated[str | None, Field(description="An absolute path.")] = None,
+            command: Annotated[str | None, Field(description="A program on PATH (e.g. npx) or its absolute path.")] = None,
             args_json: Annotated[str | None, Field(description="A JSON array of strings.")] = None,
             cwd: Annotated[str | None, Field(description="Inside the workspace.")] = None,
         ) -> ToolResult:

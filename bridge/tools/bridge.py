@@ -145,6 +145,7 @@ class Bridge(SyncFaces, Relayed, Signing):
             limits=settings.limits,
             pids_cgroup=settings.sandbox_pids_cgroup,
             own_paths=tuple(path for path, what in self.own.items() if what in OWN_CODE),
+            scan_max_dirs=settings.sandbox_scan_max_dirs,
         )
         self.proxy = FilteringProxy()
         self.sessions = Sessions(
@@ -322,7 +323,7 @@ class Bridge(SyncFaces, Relayed, Signing):
                 return Reply(text=text, data=data)
             name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
-            call = CallRelay(channel=channel, roots=self._roots(spec), limits=self.limits)
+            call = CallRelay(channel=channel, roots=self._roots(spec), server=name, limits=self.limits)
             tools, unrunnable = await self.runtime.run_async(
                 lambda: self._signing_in(name, spec, call, lambda: self.sessions.catalog(name, spec, call))
             )
@@ -370,7 +371,7 @@ class Bridge(SyncFaces, Relayed, Signing):
                 return await self._read_resource(name, spec, arguments, caller)
 
             async def run(up: HostChannel | None) -> tuple[types.CallToolResult, list[str]]:
-                relay = CallRelay(channel=up, roots=self._roots(spec), limits=self.limits)
+                relay = CallRelay(channel=up, roots=self._roots(spec), server=name, limits=self.limits)
                 _, result = await self._signing_in(
                     name,
                     spec,
@@ -419,6 +420,7 @@ class Bridge(SyncFaces, Relayed, Signing):
                 args_json=args_json,
                 cwd_value=cwd,
                 workspace=self.settings.workspace,
+                path_env=os.environ.get("PATH", os.defpath),  # as the CLI resolves a bare name
             )
             require_transport(self.settings, spec)
             if isinstance(spec, HttpServerSpec):  # a forbidden target or unresolvable reference: refused now
@@ -434,7 +436,8 @@ class Bridge(SyncFaces, Relayed, Signing):
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
-            text = f"{verb} {checked} ({spec.transport}). Call mcp_list_tools(server={checked!r}) to see its tools."
+            kind = f"stdio, runs {data.server.target}" if isinstance(spec, StdioServerSpec) else spec.transport
+            text = f"{verb} {checked} ({kind}). Call mcp_list_tools(server={checked!r}) to see its tools."
             return Reply(text=text, data=data)
 
         return await self._reply("mcp_add_server", build, server=name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,6 +18,7 @@ import httpx2
 
 from bridge.errors import BridgeError
 from bridge.models import NAME_PATTERN, HttpServerSpec, StdioServerSpec
+from sandbox import CommandNotFound, resolve_command
 
 # RFC 7230 token characters for a header name; values must be printable, single-line text.
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
@@ -144,21 +146,32 @@ def headers(text: object) -> dict[str, str]:
     return result
 
 
-def command(value: object) -> str:
+def command(value: object, path_env: str) -> str:
+    """An absolute path, or a bare name looked up on `path_env` (`sandbox.resolve_command`, as the
+    CLI does): the program as it will run, an absolute path."""
     if not isinstance(value, str) or not value or "\x00" in value or not _is_unicode(value):
         raise _invalid("command must be a non-empty string")
-    if not os.path.isabs(value):
-        raise _invalid("command must be an absolute path (no PATH lookup, no shell)", command=value[:256])
-    path = Path(value)
+    try:
+        resolved = resolve_command(value, path_env=path_env)
+    except CommandNotFound as exc:
+        raise _invalid(str(exc), command=value[:256]) from None
+    path = Path(resolved)
     try:
         is_file = path.is_file()
     except OSError as exc:  # e.g. a component over NAME_MAX
         raise _invalid(f"command is not a usable path: {exc.strerror}", command=value[:256]) from None
     if not is_file:
-        raise _invalid("command does not exist or is not a file", command=value[:256])
+        hint = _on_path(path.name, path_env)
+        raise _invalid(f"command {value!r} does not exist or is not a file{hint}", command=value[:256])
     if not os.access(path, os.X_OK):
         raise _invalid("command is not executable", command=value[:256])
-    return value
+    return resolved
+
+
+def _on_path(name: str, path_env: str) -> str:
+    """For a guessed absolute path (`/usr/local/bin/npx`): where PATH has a program of that name."""
+    found = shutil.which(name, path=path_env) if name else None
+    return f"; {name} on PATH is {found} (or give just {name!r})" if found else ""
 
 
 def args(text: object) -> tuple[str, ...]:
@@ -212,6 +225,7 @@ def server_spec(
     args_json: object,
     cwd_value: object,
     workspace: Path,
+    path_env: str,
 ) -> HttpServerSpec | StdioServerSpec:
     """Exactly one of url/command; the other kind's fields must be absent."""
     has_url, has_command = _given(url_value, "url"), _given(command_value, "command")
@@ -223,4 +237,4 @@ def server_spec(
         return HttpServerSpec(url=url(url_value), headers=headers(headers_json))
     if _given(headers_json, "headers_json"):
         raise _invalid("headers_json belongs to a url, not a command")
-    return StdioServerSpec(command=command(command_value), args=args(args_json), cwd=cwd(cwd_value, workspace))
+    return StdioServerSpec(command=command(command_value, path_env), args=args(args_json), cwd=cwd(cwd_value, workspace))
