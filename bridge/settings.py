@@ -163,6 +163,11 @@ class Settings(BaseSettings):
     child_processes: int = Field(512, ge=0, le=1_000_000, description="Processes one child may run; 0: no limit.")
     child_file_mb: int = Field(1024, ge=0, le=1_048_576, description="Largest file one child may write, MiB; 0: none.")
     child_open_files: int = Field(4096, ge=0, le=1_048_576, description="Open files of one child; 0: inherited.")
+    sandbox_scan_max_dirs: int = Field(
+        20_000, ge=100, le=10_000_000,
+        description="Most folders a writable root may hold: every git repository in it is found and kept read-only; "
+        "a root with more is refused.",
+    )
     sandbox_pids_cgroup: bool = Field(
         True, description="As root, enforce MCP_CHILD_PROCESSES with a pids cgroup (the kernel exempts uid 0 from RLIMIT_NPROC)."
     )

@@ -145,6 +145,7 @@ class Bridge(SyncFaces, Relayed, Signing):
             limits=settings.limits,
             pids_cgroup=settings.sandbox_pids_cgroup,
             own_paths=tuple(path for path, what in self.own.items() if what in OWN_CODE),
+            scan_max_dirs=settings.sandbox_scan_max_dirs,
         )
         self.proxy = FilteringProxy()
         self.sessions = Sessions(
