@@ -174,6 +174,9 @@ class Settings(BaseSettings):
     start_timeout: float = Field(
         180.0, gt=0, le=3600, description="Seconds a start (spawn or connect, then initialize) may take: a first npx download."
     )
+    search_wait_s: float = Field(
+        10.0, gt=0, le=3600, description="Seconds a search waits for servers never indexed before it answers without them."
+    )
     max_list_pages: int = Field(100, ge=1, le=100_000, description="Most pages of one downstream tools/list.")
     max_tools: int = Field(5000, ge=1, le=1_000_000, description="Most tools one downstream listing may hold.")
     child_env_prefixes: Annotated[tuple[str, ...], NoDecode] = Field(

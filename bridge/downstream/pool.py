@@ -137,6 +137,16 @@ def _refused(exc: BaseException) -> bool:
     return any(isinstance(leaf, MCPError) and leaf.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT) for leaf in leaves(exc))
 
 
+class Listings:
+    """Told of what servers list: the kept catalog index (`bridge.tools.finding`) listens here."""
+
+    async def listed(self, name: str, tools: list[types.Tool], ttl_s: float | None) -> None:
+        """A server's tools were fetched; `ttl_s`: how long its list holds, where it says so."""
+
+    async def changed(self, name: str) -> None:
+        """The server announced `notifications/tools/list_changed`."""
+
+
 class Sessions:
     """The pool. `serve()` must run on the worker loop for as long as sessions may be used."""
 
@@ -146,12 +156,15 @@ class Sessions:
         backoff: Backoff,
         support: ChildSupport | None = None,
         auth_for: Callable[[str, ServerSpec], httpx2.Auth | None] = lambda name, spec: None,
+        listings: Listings | None = None,
     ) -> None:
-        """`auth_for(name, spec)` signs a new session's HTTP requests in (stored OAuth tokens), or not."""
+        """`auth_for(name, spec)` signs a new session's HTTP requests in (stored OAuth tokens), or not;
+        `listings` hears of every tool list fetched and every change a server announces."""
         self.settings = settings
         self.backoff = backoff
         self.support = support or ChildSupport()
         self._auth_for = auth_for
+        self._listings = listings or Listings()
         self._live: dict[str, list[_Live]] = {}
         self._tg: TaskGroup | None = None
         self._opening: dict[str, anyio.Lock] = {}
@@ -280,6 +293,7 @@ class Sessions:
         async def handle(message: IncomingMessage) -> None:
             if isinstance(message, types.ToolListChangedNotification):
                 live.tools = None
+                await self._listings.changed(live.name)
 
         return handle
 
@@ -423,9 +437,12 @@ class Sessions:
             tools: list[types.Tool] = []
             held = 0
             cursor: str | None = None
+            ttls: list[int] = []
             for _ in range(pages):
                 page = await client.list_tools(cursor=cursor)
                 tools.extend(page.tools)
+                if "ttl_ms" in page.model_fields_set:  # a 2026-07-28 server says how long the list holds
+                    ttls.append(page.ttl_ms)
                 held += sum(len(tool.model_dump_json()) for tool in page.tools)
                 if len(tools) > most:
                     raise BridgeError(
@@ -444,6 +461,7 @@ class Sessions:
                     f"The server's tool list did not end after {pages} pages (MCP_MAX_LIST_PAGES); it kept sending nextCursor.",
                 )
             live.tools = {tool.name: tool for tool in tools}
+            await self._listings.listed(live.name, tools, min(ttls) / 1000 if ttls else None)
         return live.tools
 
 
@@ -452,13 +470,14 @@ class Sessions:
         return (await self.catalog(name, spec, call))[0]
 
     async def catalog(
-        self, name: str, spec: ServerSpec, call: CallRelay | None = None
+        self, name: str, spec: ServerSpec, call: CallRelay | None = None, *, refresh: bool = False
     ) -> tuple[list[types.Tool], dict[str, str]]:
-        """The catalog, and why each of its tools cannot be called here, if one cannot: a task-only
-        tool on a server that runs no tasks the bridge can drive."""
+        """The catalog (`refresh`: fetched anew, not the session's copy), and why each of its tools
+        cannot be called here, if one cannot: a task-only tool on a server that runs no tasks the
+        bridge can drive."""
 
         async def op(live: _Live, client: Client) -> tuple[list[types.Tool], dict[str, str]]:
-            tools = list((await self._tools(live, client)).values())
+            tools = list((await self._tools(live, client, refresh=refresh)).values())
             unrunnable = {} if _runs_tasks(client) else {tool.name: TASKS_UNAVAILABLE for tool in tools if _task_only(tool)}
             return tools, unrunnable
 

@@ -72,6 +72,20 @@ def tool_name(value: object) -> str:
     return value
 
 
+def query(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 500 or not _is_unicode(value):
+        raise _invalid("query must be a non-empty string of at most 500 characters")
+    return value.strip()
+
+
+def limit(value: object) -> int:
+    if value is None:
+        return 10
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 50:
+        raise _invalid("limit must be a whole number from 1 to 50")
+    return value
+
+
 def _decode_json(text: object, field: str) -> Any:
     if not isinstance(text, str):
         raise _invalid(f"{field} must be a string holding JSON")
