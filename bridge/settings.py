@@ -223,7 +223,8 @@ class Settings(BaseSettings):
         description="HTTP mode: let servers added in conversation point at loopback and private addresses.",
     )
     max_http_sessions_per_client: int = Field(
-        16, ge=1, le=1000, description="HTTP mode: open MCP sessions one authenticated client may hold."
+        16, ge=1, le=1000, description="HTTP mode: open MCP sessions one client may hold; its least recently used "
+        "idle session is closed to make room for a new one (only a client whose every session is busy is refused)."
     )
     # -- relay: what a downstream sends back (bridge.downstream.relay, bridge.tools.results, .parked)
     max_media_bytes: int = Field(
