@@ -174,6 +174,9 @@ class Settings(BaseSettings):
     start_timeout: float = Field(
         180.0, gt=0, le=3600, description="Seconds a start (spawn or connect, then initialize) may take: a first npx download."
     )
+    search_wait_s: float = Field(
+        10.0, gt=0, le=3600, description="Seconds a search waits for servers never indexed before it answers without them."
+    )
     max_list_pages: int = Field(100, ge=1, le=100_000, description="Most pages of one downstream tools/list.")
     max_tools: int = Field(5000, ge=1, le=1_000_000, description="Most tools one downstream listing may hold.")
     child_env_prefixes: Annotated[tuple[str, ...], NoDecode] = Field(
@@ -220,7 +223,8 @@ class Settings(BaseSettings):
         description="HTTP mode: let servers added in conversation point at loopback and private addresses.",
     )
     max_http_sessions_per_client: int = Field(
-        16, ge=1, le=1000, description="HTTP mode: open MCP sessions one authenticated client may hold."
+        16, ge=1, le=1000, description="HTTP mode: open MCP sessions one client may hold; its least recently used "
+        "idle session is closed to make room for a new one (only a client whose every session is busy is refused)."
     )
     # -- relay: what a downstream sends back (bridge.downstream.relay, bridge.tools.results, .parked)
     max_media_bytes: int = Field(
