@@ -36,6 +36,7 @@ _RESERVED_PREFIXES = ("proxy-", "x-forwarded-", "x-aws-ec2-metadata-token")
 _MAX_URL = 2048
 _MAX_JSON = 1_000_000
 _MAX_ARGS = 256
+MAX_DEPTH = 100  # arrays and objects inside one another; no tool's arguments need more
 
 
 def _invalid(message: str, **detail: Any) -> BridgeError:
@@ -52,6 +53,12 @@ def _is_unicode(value: str) -> bool:
     return True
 
 
+def result_handle(value: object) -> str:
+    if not isinstance(value, str) or not value or len(value) > 256 or not _is_unicode(value):
+        raise _invalid("result_handle must be the handle a cut result named")
+    return value
+
+
 def server_name(value: object, field: str = "name") -> str:
     if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
         raise _invalid(f"{field} must match {NAME_PATTERN.pattern} (letters, digits, _ and -, at most 64)")
@@ -65,6 +72,20 @@ def tool_name(value: object) -> str:
     return value
 
 
+def query(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 500 or not _is_unicode(value):
+        raise _invalid("query must be a non-empty string of at most 500 characters")
+    return value.strip()
+
+
+def limit(value: object) -> int:
+    if value is None:
+        return 10
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 50:
+        raise _invalid("limit must be a whole number from 1 to 50")
+    return value
+
+
 def _decode_json(text: object, field: str) -> Any:
     if not isinstance(text, str):
         raise _invalid(f"{field} must be a string holding JSON")
@@ -72,13 +93,29 @@ def _decode_json(text: object, field: str) -> Any:
         raise _invalid(f"{field} is longer than {_MAX_JSON} characters")
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the interpreter's limit
+    except RecursionError:  # nesting deeper than the interpreter's limit
+        raise _invalid(f"{field} nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
         raise _invalid(f"{field} is not valid JSON: {exc}") from None
     _strict_json(value, field)
     return value
 
 
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in `value` (a scalar: 0), measured without recursion and
+    no further than one level past `MAX_DEPTH`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_DEPTH:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def _strict_json(value: Any, field: str) -> None:
+    if _nesting(value) > MAX_DEPTH:
+        raise _invalid(f"{field} nests deeper than {MAX_DEPTH} levels")
     try:
         # Python's decoder also takes NaN, Infinity, 1e999 and lone surrogate escapes, which nothing
         # downstream can send on: keep only what encodes back to strict JSON in UTF-8.
