@@ -44,7 +44,7 @@ from sandbox.network import NetworkSetting, effective_network, is_package_launch
 from sandbox.placeholders import Ledger, guarded_paths, ledger_for, sweep
 from sandbox.policy import Policy, build_policy, hidden_by
 from sandbox.probe import Backend, select_backend
-from sandbox.programs import granted, program_chain, reached_through
+from sandbox.programs import granted, inside_writable, program_chain, reached_through
 from sandbox.proxy import ProxyRoute, loopback_route, route_for
 from sandbox.repos import SCAN_MAX_DIRS, new_git_dirs
 from sandbox.seatbelt import sandbox_exec_argv
@@ -347,15 +347,16 @@ def _plan(
     platform: Literal["linux", "darwin"] = "darwin" if backend.name == "seatbelt" else "linux"
     path_env = _environment(config, home, (config.workspace,), server_env, {})(tmpdir="/tmp")["PATH"]
     executable = _absolute(command, path_env)
-    setting = effective_network(network, config.network, launcher=is_package_launcher(executable, args))
-    mode, hosts = _network_mode(setting, home)
     homes_dir = config.homes_dir or default_homes_dir(dict(os.environ), home)
     private_home = home_path(homes_dir, _server_key(server_name, command, args))
     chain = program_chain(executable, path_env)
-    forwarder = _forwarder() if mode == "proxy" and platform == "linux" else None
     writable = tuple(
         Path(os.path.realpath(Path(p).expanduser())) for p in (config.workspace, *write_paths, private_home)
     )
+    launcher = is_package_launcher(executable, args) and _installed_launcher(executable, chain.files, writable)
+    setting = effective_network(network, config.network, launcher=launcher)
+    mode, hosts = _network_mode(setting, home)
+    forwarder = _forwarder() if mode == "proxy" and platform == "linux" else None
     program_files = (*granted(chain.files, writable), *(program_chain(forwarder.python, path_env).files if forwarder else ()))
     proxy_socket = route_for(proxy_dir, hosts).socket if mode == "proxy" and proxy_dir else None
     policy = build_policy(
@@ -370,6 +371,18 @@ def _plan(
     if problem is None and hidden_by(policy, cwd) is not None:
         problem = f"the working directory {cwd} is hidden from children; use a folder in the workspace"
     return Plan(executable, policy, backend.name, setting, private_home, problem)
+
+
+def _installed_launcher(executable: str, files: tuple[Path, ...], writable: tuple[Path, ...]) -> bool:
+    """Whether a command named like a package launcher is the one installed: the program of that
+    name on the bridge's own PATH (or beside its interpreter: uvx in its venv), with no file of its
+    chain in a writable root. Any script can be named `npx`; only the real one gets registry network."""
+    name = os.path.basename(executable)
+    operator_path = os.pathsep.join((os.environ.get("PATH", DEFAULT_PATH), os.path.dirname(sys.executable)))
+    installed = shutil.which(name, path=operator_path)
+    if installed is None or os.path.realpath(installed) != os.path.realpath(executable):
+        return False
+    return not any(inside_writable(path, writable) for path in files)
 
 
 def _network_mode(setting: NetworkSetting, home: Path) -> tuple[Literal["deny", "allow", "proxy"], tuple[str, ...]]:
