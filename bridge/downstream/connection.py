@@ -107,7 +107,7 @@ class Connection:
         # The child printed only text that is not JSON-RPC (for a while, or until its stdout ended).
         self.not_mcp = False
         self.statuses: list[int] = []
-        self.challenged = False  # a 401 with a Bearer challenge came back
+        self.challenged = False  # the MCP endpoint answered 401
         self.requested: set[str] = set()  # every URL an HTTP request went to
         self.redirect: Redirect | None = None  # the latest redirect answer
         self.content_type = ""  # of the latest answer
@@ -158,7 +158,7 @@ class Connection:
                 "child_exited", f"The server process exited with code {code}.{said}{last}",
                 exit_code=code, stderr_tail=tail, **extra,
             )  # fmt: skip
-        if (self.challenged and 401 in statuses) or any(isinstance(leaf, OAuthFlowError) for leaf in leaves):
+        if self.challenged or any(isinstance(leaf, OAuthFlowError) for leaf in leaves):
             return self._sign_in_needed()
         if any(isinstance(leaf, TimeoutError | httpx2.TimeoutException) for leaf in leaves):
             if child is not None and child.never_spoke_mcp:
@@ -199,7 +199,7 @@ class Connection:
         return BridgeError("protocol_error", f"The server's answer is not a JSON-RPC message{seen}.")
 
     def _sign_in_needed(self) -> BridgeError:
-        """A 401 with a Bearer challenge, or a sign-in that can no longer be refreshed."""
+        """A 401 from the MCP endpoint, or a sign-in that can no longer be refreshed."""
         command = f"mcp-bridge auth login {self.name}"
         return BridgeError(
             "auth_required",

@@ -77,11 +77,12 @@ async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncI
     async def watch(response: httpx2.Response) -> None:
         """Record what came back; never decode, and cap every body but an event stream (the SDK caps each event)."""
         connection.statuses.append(response.status_code)
-        challenge = response.headers.get("www-authenticate", "").lower()
-        if response.status_code == 401 and challenge.startswith("bearer") and "resource_metadata" in challenge:
-            connection.challenged = True  # an OAuth-protected MCP resource (RFC 9728) said: sign in
         connection.content_type = response.headers.get("content-type", "")[:100]
         sent_to = response.request.url.copy_with(fragment=None)
+        if response.status_code == 401 and sent_to == endpoint:
+            # Any 401 of the MCP endpoint (not of a discovery or token request): the spec's discovery,
+            # run by the sign-in, decides whether a sign-in can answer it.
+            connection.challenged = True
         connection.requested.add(str(sent_to))
         if response.has_redirect_location:
             target = sent_to.join(response.headers["location"]).copy_with(fragment=None)
@@ -94,6 +95,7 @@ async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncI
         if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
             response.stream = _CappedBody(response.stream, connection)
 
+    endpoint = httpx2.URL(spec.url).copy_with(fragment=None)
     headers = {name: value for name, value in spec.headers.items() if name.lower() != "accept-encoding"}
     headers["Accept-Encoding"] = "identity"
     timeout = httpx2.Timeout(connection.settings.timeout)
