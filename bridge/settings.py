@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import runpy
+import sys
 import tomllib
 from collections.abc import Mapping
 from functools import cache
@@ -28,6 +29,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+import sandbox
 from bridge.errors import describe_validation
 from sandbox.limits import Limits
 from sandbox.network import NetworkSetting, normalize_hosts
@@ -387,10 +389,33 @@ def developer_servers(path: Path | None) -> dict[str, dict[str, Any]]:
     return servers
 
 
-def workspace_problem(settings: Settings, *, home: Path | None = None) -> str | None:
+OWN_CODE = frozenset({"interpreter", "venv", "package", "checkout"})  # read-only to children; state and config: hidden
+
+
+def own_paths(settings: Settings, config_file: Path | None) -> dict[Path, str]:
+    """The bridge's own code, interpreter, venv, checkout, state and config, canonical, each with
+    what it is: no child may write them (the next start runs or reads them), wherever the
+    workspace is. The sandbox keeps the code read-only and hides the state and config."""
+    found = {
+        Path(sys.base_prefix).resolve(): "interpreter",
+        Path(sys.prefix).resolve(): "venv",
+        Path(__file__).resolve().parent: "package",
+        Path(sandbox.__file__).resolve().parent: "package",
+    }
+    if (root := checkout_root()) is not None:
+        found[root] = "checkout"
+    found[settings.state_dir.resolve()] = "state directory"
+    if config_file is not None:
+        found[config_file.resolve()] = "config file"
+    return found
+
+
+def workspace_problem(settings: Settings, *, home: Path | None = None, own: Mapping[Path, str] | None = None) -> str | None:
     """Why the workspace cannot serve stdio children, naming `MCP_WORKSPACE`; None when it can.
 
-    Claude Desktop starts servers in `/`: an unset `MCP_WORKSPACE` then means the whole disk.
+    Claude Desktop starts servers in `/`: an unset `MCP_WORKSPACE` then means the whole disk. A
+    workspace inside the bridge's `own` paths (its checkout, when started there) would let a
+    child rewrite what the next start runs.
     """
     workspace = settings.workspace
     home = (home or Path.home()).resolve()
@@ -401,4 +426,17 @@ def workspace_problem(settings: Settings, *, home: Path | None = None) -> str | 
         return f"MCP_WORKSPACE is the home folder {home}; set it to a project folder"
     if not workspace.is_dir():
         return f"MCP_WORKSPACE names {workspace}, which is not an existing directory; create it or set another"
+    for path, what in (own or {}).items():
+        if workspace.resolve().is_relative_to(path):
+            hint = "" if "workspace" in settings.model_fields_set else " (it is unset, so the working directory)"
+            return (
+                f"MCP_WORKSPACE {workspace}{hint} lies inside the bridge's own {what} {path}, which children "
+                "may not write; set it to a project folder outside it (scripts/run.sh uses ~/mcp-workspace)"
+            )
     return None
+
+
+def own_paths_inside(workspace: Path, own: Mapping[Path, str]) -> list[str]:
+    """What of the bridge's own the workspace holds (said at start: children cannot write it)."""
+    ws = workspace.resolve()
+    return [f"{what} {path}" for path, what in own.items() if path != ws and path.is_relative_to(ws)]

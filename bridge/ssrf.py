@@ -7,14 +7,16 @@ the operator's machine. Three reaches, chosen per server by who registered it:
 - `no-metadata`: the conversation, when the bridge is not reachable from outside (stdio), or the
   operator allowed private targets (`MCP_HTTP_ALLOW_PRIVATE`). Cloud metadata services and
   link-local addresses are refused; loopback and private networks are not.
-- `public`: the conversation, when the bridge is served over HTTP. Only globally routable
-  unicast addresses; loopback, private, CGNAT, reserved and multicast are refused as well.
+- `public`: the conversation, when the bridge is served over HTTP. Only public addresses, as
+  `sandbox.addresses` judges them for the sandbox's proxy too: loopback, private, CGNAT, reserved
+  and multicast are refused as well.
 
 Every spelling of an address is brought to one form first (`127.1`, `2130706433`, `0x7f.1` as
-`inet_aton` reads them; brackets, case, a trailing dot, IDNA), and an IPv6 address is judged
-with any IPv4 address it embeds (mapped, compatible, 6to4, NAT64, Teredo). The same judgement is
-made on the resolved addresses at connect time (`bridge.downstream.http`), so a name that resolves
-somewhere else later (DNS rebinding) is refused too.
+`inet_aton` reads them; brackets, case, a trailing dot, IDNA). The address itself is judged by
+`sandbox.addresses`, with any IPv4 address an IPv6 one embeds (mapped, compatible, 6to4, NAT64,
+Teredo). The same judgement is made on the resolved addresses at connect time
+(`bridge.downstream.http`), so a name that resolves somewhere else later (DNS rebinding) is
+refused too.
 """
 
 from __future__ import annotations
@@ -25,20 +27,10 @@ from typing import Literal
 
 import httpx2
 
-Reach = Literal["anywhere", "no-metadata", "public"]
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+from sandbox.addresses import Address, metadata_refusal, public_refusal
 
-# Cloud instance metadata services answer on these, whatever the network looks like.
-METADATA_ADDRESSES = frozenset(
-    ipaddress.ip_address(a)
-    for a in (
-        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean
-        "169.254.170.2",  # AWS ECS task metadata
-        "fd00:ec2::254",  # AWS over IPv6
-        "100.100.100.200",  # Alibaba Cloud
-        "192.0.0.192",  # Oracle Cloud (legacy)
-    )
-)
+Reach = Literal["anywhere", "no-metadata", "public"]
+
 METADATA_NAMES = frozenset(
     {
         "metadata",
@@ -52,8 +44,6 @@ METADATA_NAMES = frozenset(
         "metadata.platformequinix.com",
     }
 )
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
 def reach_for(registered_by: str, conversation_reach: Reach) -> Reach:
@@ -85,34 +75,11 @@ def literal_address(host: str) -> Address | None:
         return None
 
 
-def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
-    if address.teredo:
-        found += list(address.teredo)
-    if address in _NAT64 or (address in _COMPATIBLE and int(address) > 1):
-        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-    return found
-
-
 def refusal(address: Address, reach: Reach) -> str | None:
     """Why `reach` forbids dialling `address`, or None when it may be dialled."""
     if reach == "anywhere":
         return None
-    if isinstance(address, ipaddress.IPv6Address):
-        for inner in _embedded_ipv4(address):
-            why = refusal(inner, reach)
-            if why is not None:
-                return why
-    if address in METADATA_ADDRESSES:
-        return f"{address} is a cloud metadata service"
-    if address.is_link_local:
-        return f"{address} is a link-local address"
-    if reach == "public":
-        if address.is_loopback or address.is_unspecified:
-            return f"{address} is this machine (loopback)"
-        if address.is_multicast or not address.is_global:
-            return f"{address} is a private or reserved address"
-    return None
+    return public_refusal(address) if reach == "public" else metadata_refusal(address)
 
 
 def name_refusal(host: str, reach: Reach) -> str | None:

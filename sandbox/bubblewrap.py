@@ -14,7 +14,10 @@ What the child gets:
 - a seccomp filter refusing AF_UNIX sockets and io_uring; given `info_fd` and `block_fd`, bwrap
   waits after its setup while the bridge sets the per-child limits (`gate.py`);
 - with a `proxy` network: no network but loopback, where `forwarder.py` listens and relays to the
-  bridge's filtering proxy through one Unix socket bound in at `/run/mcp-bridge/proxy.sock`.
+  bridge's filtering proxy through one Unix socket bound in at `/run/mcp-bridge/proxy.sock`; the
+  forwarder is the box's pid 1 (`--as-pid-1`: no unfiltered bwrap init beside it) and makes itself
+  non-dumpable, so the command cannot borrow its unfiltered AF_UNIX sockets. Otherwise bwrap's
+  pid 1 runs under the same filter as the command.
 
 Mount order: a later mount covers an earlier one at the same or a parent path, so after the fixed
 system mounts every mount is emitted parents first (by depth). A deeper rule therefore always wins:
@@ -90,7 +93,7 @@ def _mounts(policy: Policy, forwarder: Forwarder | None) -> list[tuple[Path, lis
         ops.append((root, ["--bind", str(root), str(root)]))  # writable roots
     for pin in policy.pinned:
         ops.append((pin, ["--bind", str(pin), str(pin)]))  # a mount point cannot be renamed (EBUSY)
-    for path in policy.protected:
+    for path in (*policy.protected, *policy.own):
         ops.append((path, ["--ro-bind", str(path), str(path)]))  # run later by the host: read-only
     for holder in policy.placeholders:
         source = policy.empty_dir if holder.kind == "dir" else policy.empty_file
@@ -150,10 +153,13 @@ def bwrap_argv(
     proxied = policy.network == "proxy" and forwarder is not None
     seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None and not proxied else []
     gate = ["--info-fd", str(gate_fds[0]), "--block-fd", str(gate_fds[1])] if gate_fds else []
+    # bwrap's own pid 1 would run unfiltered beside the command: the forwarder is pid 1 instead
+    as_pid_1 = ["--as-pid-1"] if proxied else []
     return [
         bwrap,
         *gate,
         *namespace_args(as_root=policy.as_root, allow_network=policy.network == "allow"),
+        *as_pid_1,
         *system_mount_args(policy.run_binds),
         *mount_args(policy, forwarder),
         *seccomp,

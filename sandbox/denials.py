@@ -98,6 +98,9 @@ def explain_path(policy: Policy, path: Path) -> str | None:
     if hider is not None:
         return f"{path} is hidden by the sandbox (inside {hider}); add it to the server's read_paths"
     real = Path(path)
+    for own in policy.own:
+        if real.is_relative_to(own):
+            return f"{path} is read-only in the sandbox: {own} is the bridge's own code or environment, which no child may write"
     for guarded in (*policy.protected, *(p.path for p in policy.placeholders)):
         if real.is_relative_to(guarded):
             what = "a git dir" if ".git" in guarded.parts else "a config path the host trusts"

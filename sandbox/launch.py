@@ -44,7 +44,7 @@ from sandbox.network import NetworkSetting, effective_network, is_package_launch
 from sandbox.placeholders import Ledger, guarded_paths, ledger_for, sweep
 from sandbox.policy import Policy, build_policy, hidden_by
 from sandbox.probe import Backend, select_backend
-from sandbox.programs import program_chain
+from sandbox.programs import granted, program_chain, reached_through
 from sandbox.proxy import ProxyRoute, loopback_route, route_for
 from sandbox.repos import new_git_dirs
 from sandbox.seatbelt import sandbox_exec_argv
@@ -77,7 +77,8 @@ class SandboxConfig:
     proxy's sockets go (default `/tmp/mcp-bridge-<uid>`; keep it short, socket paths are capped).
     `pids_cgroup`: a root bridge enforces `limits.processes` with a pids cgroup per child (the
     kernel exempts host uid 0 from RLIMIT_NPROC); joining one waits ~10 ms on cgroup v1, which the
-    gate overlaps with bwrap's setup.
+    gate overlaps with bwrap's setup. `own_paths`: the bridge's own code, interpreter and venv,
+    and its checkout: read-only inside a writable root, and no writable root may lie inside one.
     """
 
     backend: Literal["auto", "bubblewrap", "seatbelt", "none"]
@@ -90,6 +91,7 @@ class SandboxConfig:
     proxy_dir: Path | None = None
     limits: Limits = field(default_factory=Limits)
     pids_cgroup: bool = True
+    own_paths: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -259,12 +261,21 @@ def plan_launch(
 
 def check_runnable(executable: str, policy: Policy, *, path_env: str = DEFAULT_PATH) -> str | None:
     """Why `executable` cannot start under `policy`, or None: missing, not executable, no #!
-    line, or a file of its chain (interpreter, venv base) hidden by the sandbox."""
+    line, or a file of its chain (interpreter, venv base) hidden by the sandbox, including one
+    that only a file in a writable root names (see `programs.py`: such a chain grants nothing)."""
     chain = program_chain(executable, path_env)
     if chain.problem is not None:
         return chain.problem
+    through = reached_through(chain.files, policy.writable)
     for path in chain.files:
-        hider = hidden_by(policy, path)
+        hider = hidden_by(policy, path, follow=False)  # each hop is a file of the chain
+        if hider is not None and path in through:
+            return (
+                f"{path} (needed to run {executable}) lies in {hider}, which the sandbox hides from "
+                f"children, and only {through[path]} names it, which lies in a folder children can "
+                "write: a program there is given nothing outside the writable folders. Use a program "
+                "installed outside them, or have the developer add its folder to the server's read_paths"
+            )
         if hider is not None:
             return (
                 f"{path} (needed to run {executable}) lies in {hider}, which the sandbox hides "
@@ -338,7 +349,10 @@ def _plan(
     private_home = home_path(homes_dir, _server_key(server_name, command, args))
     chain = program_chain(executable, path_env)
     forwarder = _forwarder() if mode == "proxy" and platform == "linux" else None
-    program_files = (*chain.files, *(program_chain(forwarder.python, path_env).files if forwarder else ()))
+    writable = tuple(
+        Path(os.path.realpath(Path(p).expanduser())) for p in (config.workspace, *write_paths, private_home)
+    )
+    program_files = (*granted(chain.files, writable), *(program_chain(forwarder.python, path_env).files if forwarder else ()))
     proxy_socket = route_for(proxy_dir, hosts).socket if mode == "proxy" and proxy_dir else None
     policy = build_policy(
         workspace=config.workspace, home=home, state_dir=config.state_dir, write_paths=write_paths,
@@ -346,7 +360,7 @@ def _plan(
         private_home=private_home, homes_dir=homes_dir, read_paths=read_paths,
         git_write_paths=git_write_paths, program_files=program_files, allowed_hosts=hosts,
         proxy_socket=proxy_socket, empty_file=homes_dir / EMPTY_FILE, empty_dir=homes_dir / EMPTY_DIR,
-        held=held,
+        held=held, own_paths=config.own_paths,
     )  # fmt: skip
     problem = check_runnable(executable, policy, path_env=path_env)
     if problem is None and hidden_by(policy, cwd) is not None:

@@ -9,6 +9,9 @@
   the root's editor, agent and tool config paths are read-only: the host runs them later.
   Existing ones are `protected`; absent ones get a read-only `placeholders` mount point, so they
   cannot be created either (the launch removes the mount points when the child ends).
+- The bridge's `own` code, interpreter and venv, and the checkout it runs from are read-only where
+  a writable root holds them (the next start would run what a child wrote there); a writable root
+  inside one of them is refused.
 - `pinned` directories lie between a write root and a mask or protected path. They must not be
   renamed: a renamed parent carries the mask away and a fresh, writable copy could take its place.
 - Network: `deny`, `allow`, or `proxy` (only `allowed_hosts`, through the bridge's filtering proxy).
@@ -132,6 +135,7 @@ class Policy:
     empty_file: Path | None = None  # the source of file placeholders: reads give "", not EACCES
     empty_dir: Path | None = None  # the source of dir placeholders: one read-only bind, no remount
     git_dirs: frozenset[Path] = frozenset()  # every .git found at spawn (for `new_git_dirs`)
+    own: tuple[Path, ...] = ()  # the bridge's own code and venv inside a writable root: read-only
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -144,9 +148,12 @@ class Policy:
         return (self.workspace, *self.write_roots)
 
 
-def hidden_by(policy: Policy, path: Path) -> Path | None:
-    """The mask or hidden tree that keeps `path` out of the child's sight, or None if visible."""
-    real = Path(os.path.realpath(path))
+def hidden_by(policy: Policy, path: Path, *, follow: bool = True) -> Path | None:
+    """The mask or hidden tree that keeps `path` out of the child's sight, or None if visible.
+
+    `follow=False` asks about a symlink itself (a hop of a program chain), not its target.
+    """
+    real = Path(os.path.realpath(path)) if follow else Path(os.path.realpath(path.parent)) / path.name
     for mask in policy.masks:
         if mask.kind != "absent" and within(real, mask.path):
             return mask.path
@@ -179,12 +186,14 @@ def build_policy(
     empty_file: Path | None = None,
     empty_dir: Path | None = None,
     held: frozenset[Path] = frozenset(),
+    own_paths: tuple[Path, ...] = (),
 ) -> Policy:
     """Derive the policy, refusing roots that would expose a secret (raises `InvalidWorkspace`).
 
     `private_home` hides the real `home` (and `homes_dir`, the other servers' homes);
     `program_files` is the command's chain (see `programs.py`); `held` are placeholders another
-    running child holds, which look present on disk but are still placeholders.
+    running child holds, which look present on disk but are still placeholders; `own_paths` are
+    the bridge's own code and venv (read-only inside a writable root, never around one).
     """
     home = Path(os.path.realpath(home))
     bridge_secrets = [Path(os.path.realpath(p)) for p in (state_dir, *secret_paths)]
@@ -196,6 +205,7 @@ def build_policy(
         raise InvalidWorkspace(f"workspace {ws} is not an existing directory")
     _refuse_unsafe_root(ws, "workspace", home, masks, exempt)
     roots = _write_roots(write_paths, ws, home, masks, exempt)
+    own = _own_inside((ws, *roots), own_paths, masks)
 
     hidden: tuple[Path, ...] = ()
     exposed: tuple[Path, ...] = ()
@@ -216,7 +226,7 @@ def build_policy(
         write_roots=roots,
         masks=masks,
         protected=protected,
-        pinned=_pinned((*protected, *(p.path for p in placeholders), *present), (ws, *roots)),
+        pinned=_pinned((*protected, *own, *(p.path for p in placeholders), *present), (ws, *roots)),
         network=network,
         as_root=as_root,
         run_binds=_dns_binds() if platform == "linux" and network == "allow" else (),
@@ -229,6 +239,7 @@ def build_policy(
         empty_file=empty_file,
         empty_dir=empty_dir,
         git_dirs=found,
+        own=own,
     )
 
 
@@ -290,6 +301,22 @@ def _refuse_unsafe_root(
             raise InvalidWorkspace(f"{what} {root} lies inside {mask.path}, which children may not read")
         if within(mask.path, root) and mask.path not in exempt:
             raise InvalidWorkspace(f"{what} {root} contains {mask.path}, which children may not read")
+
+
+def _own_inside(roots: tuple[Path, ...], own_paths: tuple[Path, ...], masks: tuple[Mask, ...]) -> tuple[Path, ...]:
+    """The bridge's own paths that writable roots hold (kept read-only); a root inside one is refused."""
+    inside: list[Path] = []
+    for own in (Path(os.path.realpath(p)) for p in own_paths):
+        for root in roots:
+            what = "workspace" if root == roots[0] else "write path"
+            if within(root, own):
+                raise InvalidWorkspace(
+                    f"{what} {root} lies inside the bridge's own {own}, which children may not write "
+                    "(the next start would run what they wrote); use a folder outside it"
+                )
+            if within(own, root) and own.exists() and not _under_dir_mask(own, masks) and own not in inside:
+                inside.append(own)
+    return tuple(inside)
 
 
 def _existing(raw: str, what: str) -> Path:

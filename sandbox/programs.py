@@ -3,8 +3,17 @@ and whether it can start inside the sandbox at all.
 
 The chain of a command is its symlink hops and final target, the interpreter its shebang names
 (`/usr/bin/env node` looked up on the child's PATH), that interpreter's own chain, and a venv's
-base interpreter (`home =` in `pyvenv.cfg`). The chain is derived once per file version (cached
-on path, PATH, inode, mtime and mode), since every spawn of a server asks again.
+base interpreter (`home =` in `pyvenv.cfg`, itself part of the chain). The chain is derived once
+per file version (cached on path, PATH, inode, mtime and mode), since every spawn of a server asks
+again.
+
+The rule (issue 27): nothing a child or the model can write decides a mount. A chain is followed
+in order, and once it passes through a writable root (the workspace, a write path, the private
+home: a symlink, a script, a `pyvenv.cfg` there), every later file outside the writable roots was
+named by something a child could have planted, so it grants nothing: it is not exposed, and if
+the sandbox hides it the command is refused (`reached_through`, `granted`) with the reason. A
+chain that leads out of a writable root to something children see anyway (`/usr/bin/python3`)
+still runs.
 """
 
 from __future__ import annotations
@@ -50,7 +59,7 @@ def _chain(executable: str, path_env: str, stamp: tuple[int, int, int] | None) -
             return Chain(tuple(files), f"{current} is not a regular file")
         if not os.access(real, os.X_OK):
             return Chain(tuple(files), f"{current} is not executable (chmod +x {current})")
-        files += _venv_base(real)
+        files += _venv_base(real)  # the cfg, then its `home`: named by the cfg
         try:
             words = _shebang(real)
         except OSError as exc:
@@ -92,8 +101,8 @@ def _venv_base(real: Path) -> list[Path]:
     for line in cfg.read_text(errors="replace").splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "home" and os.path.isabs(value.strip()):
-            return [Path(value.strip())]
-    return []
+            return [cfg, Path(value.strip())]
+    return [cfg]
 
 
 def _shebang(real: Path) -> list[str] | None:
@@ -118,6 +127,30 @@ def _interpreter(words: list[str], path_env: str) -> str | None:
         return None
     found = shutil.which(names[0], path=path_env)
     return os.path.abspath(found) if found else None
+
+
+def reached_through(files: tuple[Path, ...], writable: tuple[Path, ...]) -> dict[Path, Path]:
+    """The chain's files outside `writable` (canonical roots) that come after a file inside one,
+    each with the last such file before it (what named it): something a child can write."""
+    through: dict[Path, Path] = {}
+    planted: Path | None = None
+    for path in files:
+        if any(_located(path).is_relative_to(root) for root in writable):
+            planted = path
+        elif planted is not None:
+            through.setdefault(path, planted)
+    return through
+
+
+def granted(files: tuple[Path, ...], writable: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The chain's files that may be exposed: those not reached through a writable root."""
+    through = reached_through(files, writable)
+    return tuple(path for path in files if path not in through)
+
+
+def _located(path: Path) -> Path:
+    """Where a chain file lies: its folder canonical, its own name kept (it may be a symlink)."""
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def install_tree(path: Path, home: Path) -> Path:

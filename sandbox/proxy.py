@@ -9,8 +9,8 @@ host NAME before anything is resolved or dialled:
 
 - the name must be on the route's list (exact, or `*.domain` for its subdomains), and the port
   443 or 80; IP literals are refused outright;
-- then it is resolved, and refused if any address is internal (loopback, private, link-local,
-  shared, multicast, reserved): a listed name pointing inside the network reaches nothing;
+- then it is resolved, and refused if any address is not public (`sandbox.addresses`, the
+  judgement `bridge.ssrf` makes too): a listed name pointing inside the network reaches nothing;
 - the proxy dials the address it vetted, so a second lookup cannot swap it (DNS rebinding).
 
 Refusals answer `403` with a one-line reason and are kept per route (`denials`) so the bridge can
@@ -37,6 +37,8 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteStream, SocketListener, SocketStream, TaskGroup, TaskStatus
 
+from sandbox.addresses import is_public
+
 log = logging.getLogger("mcp_bridge.sandbox.proxy")
 
 ALLOWED_PORTS = (443, 80)
@@ -45,12 +47,6 @@ HEAD_TIMEOUT_S = 10
 CONNECT_TIMEOUT_S = 15
 DENIALS_KEPT = 64
 DENIED_HEADER = "X-MCP-Bridge-Denied"
-
-INTERNAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-    "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-    "::/128", "::1/128", "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "ff00::/8",
-))  # fmt: skip
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -119,16 +115,6 @@ def refusal(host: str, port: int, hosts: tuple[str, ...], ports: tuple[int, ...]
     if not host_allowed(host, hosts):
         return f"{host} is not on this server's network list ({', '.join(hosts) or 'empty'})"
     return None
-
-
-def is_public(address: str) -> bool:
-    """Not an address inside the host or its networks: loopback, private, shared (CGNAT),
-    link-local (cloud metadata), multicast, unspecified or reserved. Spelled out rather than
-    `ip.is_global`, which also refuses the documentation ranges some sandboxed CIs map names to."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    mapped = getattr(ip, "ipv4_mapped", None)
-    ip = mapped or ip
-    return not any(ip in net for net in INTERNAL_NETWORKS if net.version == ip.version)
 
 
 def _is_ip_literal(host: str) -> bool:

@@ -109,9 +109,10 @@ def profile_and_params(
     params |= {f"EXPOSE_{i}": str(p) for i, p in enumerate(policy.exposed)}
     params |= {f"PIN_{i}": str(p) for i, p in enumerate(policy.pinned)}
     params |= {f"DENY_{i}": str(m.path) for i, m in enumerate(policy.masks)}
+    params |= {f"OWN_{i}": str(p) for i, p in enumerate(policy.own)}
     guarded = ["WORKSPACE", *(k for k in params if k.startswith("WRITE_"))]
     writable = [*guarded[:1], "TMPDIR", *(["HOME"] if policy.home else []), *guarded[1:]]
-    keys = {prefix: [k for k in params if k.startswith(prefix)] for prefix in ("HIDE_", "EXPOSE_", "PIN_", "DENY_")}
+    keys = {prefix: [k for k in params if k.startswith(prefix)] for prefix in ("HIDE_", "EXPOSE_", "PIN_", "DENY_", "OWN_")}
 
     text = BASE
     # A rule with no filter would match everything, so empty groups are left out entirely.
@@ -127,6 +128,9 @@ def profile_and_params(
         for pattern in PROTECTED_REGEXES:
             text += f'\n  (regex (string-append "^" (regex-quote (param "{key}")) {pattern}))'
     text += ")\n"
+    if keys["OWN_"]:
+        text += "\n; the bridge's own code and venv inside a writable root: the next start runs them\n"
+        text += f"(deny file-write*{_group(keys['OWN_'], 'subpath')})\n"
     if keys["PIN_"]:
         text += "\n; parents of protected and secret paths: renaming one would carry a deny away\n"
         text += f"(deny file-write-unlink{_group(keys['PIN_'], 'literal')})\n"

@@ -2,11 +2,14 @@
 
 It refuses (EPERM) creating `AF_UNIX` sockets, so a child cannot `connect()` to a daemon's socket
 that happens to be visible (bind mounts never stop `connect()`), and every `io_uring_*` call,
-whose operations bypass seccomp. `socketpair()` is a separate syscall and stays allowed: python's
-subprocess and node's child_process need it. A foreign architecture (32-bit calls from a 64-bit
-process, x32) is killed outright, since its syscall numbers mean other things.
+whose operations bypass seccomp. `socketpair()` is a separate syscall and stays allowed for stream
+and seqpacket pairs (python's subprocess and node's child_process need them; a connected stream
+socket cannot be pointed elsewhere), but not for `AF_UNIX` datagram pairs: an unconnected datagram
+socket can `sendto()` any path, and classic BPF cannot read the path to judge it. A foreign
+architecture (32-bit calls from a 64-bit process, x32) is killed outright, since its syscall
+numbers mean other things.
 
-No libseccomp: the program is eleven instructions, rendered here for x86_64 and aarch64 and
+No libseccomp: the program is twenty instructions, rendered here for x86_64 and aarch64 and
 passed to bwrap with `--seccomp FD` (or applied by `sandbox/forwarder.py` with `prctl`).
 """
 
@@ -17,12 +20,14 @@ import platform
 import struct
 
 AF_UNIX = 1
+SOCK_DGRAM = 2
+SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
 EPERM = 1
 
 # <linux/audit.h> and the per-architecture syscall tables
 ARCHES = {
-    "x86_64": {"audit": 0xC000003E, "socket": 41, "io_uring": (425, 426, 427), "x32_bit": 0x40000000},
-    "aarch64": {"audit": 0xC00000B7, "socket": 198, "io_uring": (425, 426, 427), "x32_bit": None},
+    "x86_64": {"audit": 0xC000003E, "socket": 41, "socketpair": 53, "io_uring": (425, 426, 427), "x32_bit": 0x40000000},
+    "aarch64": {"audit": 0xC00000B7, "socket": 198, "socketpair": 199, "io_uring": (425, 426, 427), "x32_bit": None},
 }
 ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 
@@ -30,11 +35,12 @@ ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 LD_W_ABS = 0x20
 JEQ_K = 0x15
 JGE_K = 0x35
+AND_K = 0x54
 RET_K = 0x06
 RET_KILL_PROCESS = 0x80000000
 RET_ERRNO = 0x00050000
 RET_ALLOW = 0x7FFF0000
-OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data, little-endian low word
+OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0, OFFSET_ARG1 = 0, 4, 16, 24  # struct seccomp_data, little-endian low word
 
 
 class UnsupportedArchitecture(RuntimeError):
@@ -66,9 +72,15 @@ def filter_program(machine: str | None = None) -> bytes:
         _insn(JGE_K, first, jf=2),  # io_uring_setup .. io_uring_register are consecutive
         _insn(JGE_K, last + 1, jt=1),
         _insn(RET_K, deny),
-        _insn(JEQ_K, arch["socket"], jf=3),
-        _insn(LD_W_ABS, OFFSET_ARG0),
-        _insn(JEQ_K, AF_UNIX, jf=1),
+        _insn(JEQ_K, arch["socket"], jf=2),  # -> socketpair
+        _insn(LD_W_ABS, OFFSET_ARG0),  # socket(AF_UNIX, ...): refused
+        _insn(JEQ_K, AF_UNIX, jt=6, jf=7),  # -> deny, allow
+        _insn(JEQ_K, arch["socketpair"], jf=6),  # -> allow
+        _insn(LD_W_ABS, OFFSET_ARG0),  # socketpair(AF_UNIX, SOCK_DGRAM, ...): refused
+        _insn(JEQ_K, AF_UNIX, jf=4),  # -> allow
+        _insn(LD_W_ABS, OFFSET_ARG1),
+        _insn(AND_K, SOCK_TYPE_MASK),
+        _insn(JEQ_K, SOCK_DGRAM, jf=1),  # -> allow
         _insn(RET_K, deny),
         _insn(RET_K, RET_ALLOW),
     ]

@@ -15,7 +15,7 @@ case "$(pwd -P)/" in
 esac
 source scripts/setup.sh
 ensure_debian_packages python3:python3 bwrap:bubblewrap node:nodejs npm:npm curl:curl
-ensure_venv "[test]"
+ensure_venv "[test,docs]"
 (cd tests/node && npm ci --no-audit --no-fund --loglevel=error >&2)
 # The sandbox tests must fail, not skip, where bubblewrap does not work.
 export REQUIRE_SANDBOX=1

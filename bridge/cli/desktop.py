@@ -16,7 +16,7 @@ from typing import Any
 
 from bridge.cli.context import load_settings
 from bridge.cli.errors import CliError, add_command
-from bridge.settings import config_path, workspace_problem
+from bridge.settings import config_path, own_paths, workspace_problem
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,7 +60,7 @@ def desktop_entry(name: str, workspace: Path, state_dir: Path, config: Path | No
 def claude_desktop(args: argparse.Namespace) -> int:
     overrides = {key: value for key, value in (("workspace", args.workspace), ("state_dir", args.state_dir)) if value}
     settings = load_settings(**overrides)  # resolves both paths, as the bridge itself will
-    problem = workspace_problem(settings)
+    problem = workspace_problem(settings, own=own_paths(settings, config_path(os.environ)))
     if problem is not None:
         raise CliError(f"{problem} (or pass --workspace)")
     entry = desktop_entry(args.name, settings.workspace, settings.state_dir, config_path(os.environ))

@@ -14,6 +14,7 @@ import os
 import sys
 
 from bridge.cli.errors import EPILOG, CliError, Exit
+from bridge.wording import log_to_stderr
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             gc.enable()
         return serve(argv[1:] if argv[:1] == ["serve"] else argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="mcp-bridge: %(levelname)s: %(message)s")
+    log_to_stderr(logging.WARNING, "mcp-bridge: %(levelname)s: %(message)s")
     from bridge.cli.servers import split_command_line
 
     head, command_line = split_command_line(argv)

@@ -7,25 +7,25 @@ per client, `stdio` and `http` serve); the tools themselves are the plain async 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Union
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import mcp_types as mt
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ValidationError as ArgumentError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.tools import ToolResult
+from fastmcp.tools import Tool, ToolResult
 from fastmcp.tools.base import InputRequiredToolResult
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import Field, ValidationError
 
 from bridge import __version__
-from bridge.errors import ErrorResult
-from bridge.host import calls, shapes
-from bridge.host.calls import ServerName
+from bridge.host import calls, schemas, shapes
 from bridge.host.channel import FastMCPChannel
 from bridge.models import (
     AddResult,
     CallResult,
+    InputRequested,
     RemoveResult,
     ServerList,
     ToolCatalog,
@@ -45,11 +45,10 @@ INSTRUCTIONS = (
 )
 
 
-def output_schema(*success: type[BaseModel]) -> dict[str, Any]:
-    """One object schema admitting each success shape and the error shape."""
-    models = (*success, ErrorResult)
-    schema = TypeAdapter(Union[models]).json_schema(mode="serialization")  # noqa: UP007 - built at runtime
-    return {"type": "object", **schema}
+def _add(app: FastMCP, fn: Callable[..., Awaitable[ToolResult]], **definition: Any) -> None:
+    """Register `fn` as a tool whose optional parameters are listed lean (`schemas.lean_input`)."""
+    tool = Tool.from_function(fn, name=fn.__name__, **definition)
+    app.add_tool(tool.model_copy(update={"parameters": schemas.lean_input(tool.parameters)}))
 
 
 def _result(reply: Reply) -> ToolResult:
@@ -92,56 +91,55 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
         auth=auth,
     )
 
-    @app.tool(
-        name="mcp_list_tools",
-        title="List MCP servers and tools",
-        description="List the registered MCP servers, one server's tools (compact catalog), or one tool's full schema.",
-        annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True),
-        output_schema=output_schema(ServerList, ToolCatalog, ToolSchema),
-    )
-    async def mcp_list_tools(
-        ctx: Context,
-        server: Annotated[str | None, Field(description="Omit to list the registered servers.")] = None,
-        tool_name: Annotated[str | None, Field(description="Give with server for one tool's full schema.")] = None,
-    ) -> ToolResult:
+    async def mcp_list_tools(ctx: Context, server: str | None = None, tool_name: str | None = None) -> ToolResult:
         return _result(await bridge.list_tools_async(server, tool_name, channel=FastMCPChannel(ctx)))
 
-    app.add_tool(calls.listed(output_schema(CallResult)))
+    _add(
+        app,
+        mcp_list_tools,
+        title="List MCP servers and tools",
+        description="List the registered MCP servers; with server, its tools; with server and tool_name, that tool's "
+        "input schema. Never guess a name or an argument: take them from here.",
+        annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True),
+        output_schema=schemas.envelope(ServerList, ToolCatalog, ToolSchema),
+    )
+    app.add_tool(calls.listed(schemas.envelope(CallResult, InputRequested)))
 
     if bridge.settings.allow_dynamic:
 
-        @app.tool(
-            name="mcp_add_server",
-            title="Register an MCP server",
-            description="Register (or replace) a server: a url for HTTP, or a command for a local stdio server, not both.",
-            annotations=ToolAnnotations(
-                readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
-            ),
-            output_schema=output_schema(AddResult),
-        )
         async def mcp_add_server(
             name: Annotated[str, Field(description="Letters, digits, _ and -, at most 64.")],
-            url: Annotated[str | None, Field(description="A Streamable HTTP endpoint (http:// or https://).")] = None,
+            url: str | None = None,
             headers_json: Annotated[
-                str | None, Field(description='HTTP headers as a JSON object of strings, e.g. {"Authorization": "Bearer ..."}.')
+                str | None, Field(description='A JSON object of strings, e.g. {"Authorization": "Bearer ..."}.')
             ] = None,
-            command: Annotated[str | None, Field(description="Absolute path of a local stdio server program.")] = None,
-            args_json: Annotated[str | None, Field(description='Its arguments as a JSON array of strings.')] = None,
-            cwd: Annotated[str | None, Field(description="Its working directory, inside the workspace.")] = None,
+            command: Annotated[str | None, Field(description="An absolute path.")] = None,
+            args_json: Annotated[str | None, Field(description="A JSON array of strings.")] = None,
+            cwd: Annotated[str | None, Field(description="Inside the workspace.")] = None,
         ) -> ToolResult:
             return _result(await bridge.add_server_async(name, url, headers_json, command, args_json, cwd))
 
-        @app.tool(
-            name="mcp_remove_server",
-            title="Remove a registered MCP server",
-            description="Remove a server added in conversation; servers the developer provisioned cannot be removed.",
-            annotations=ToolAnnotations(
-                readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
-            ),
-            output_schema=output_schema(RemoveResult),
-        )
-        async def mcp_remove_server(name: ServerName) -> ToolResult:
+        async def mcp_remove_server(name: str) -> ToolResult:
             return _result(await bridge.remove_server_async(name))
+
+        changes = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+        _add(
+            app,
+            mcp_add_server,
+            title="Register an MCP server",
+            description="Register (or replace) a server by name: a url (Streamable HTTP, with headers_json), or a "
+            "command (with args_json and cwd) run as a local stdio server in a sandbox; not both.",
+            annotations=changes,
+            output_schema=schemas.envelope(AddResult),
+        )
+        _add(
+            app,
+            mcp_remove_server,
+            title="Remove a registered MCP server",
+            description="Remove a server added in conversation (a server the developer configured stays).",
+            annotations=changes,
+            output_schema=schemas.envelope(RemoveResult),
+        )
 
     calls.answer_directly(app, bridge)
     return app

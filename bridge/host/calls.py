@@ -12,7 +12,7 @@ is untouched.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import mcp_types as mt
 from fastmcp import Context, FastMCP
@@ -25,37 +25,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge import internals
 from bridge.errors import BridgeError, describe_validation
+from bridge.host import schemas
 from bridge.host.channel import FastMCPChannel
 from bridge.tools import Bridge, Reply, output
 
 TOOL = "mcp_call_tool"
 DESCRIPTION = (
-    "Call one tool on a registered MCP server. List the server's tools first; never guess names or arguments. "
-    "A result cut to the budget ends with a marker naming result_handle and offset: pass both, with the same "
-    'server and tool_name, to read the next part. tool_name "resources/read" with arguments_json {"uri": ...} '
-    "reads a resource the server listed or linked in a result."
+    "Call a tool of a registered server with the arguments its schema (from mcp_list_tools) asks for. A result "
+    "cut to the budget ends with a marker naming result_handle and offset: call again with both to read on. "
+    'tool_name "resources/read" with arguments_json {"uri": ...} reads a resource the server listed or linked.'
 )
 
 
-ServerName = Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")]
-
-
 class CallArguments(BaseModel):
-    """`mcp_call_tool`'s arguments: what it advertises and what it accepts, both from here."""
+    """`mcp_call_tool`'s arguments: what it advertises and what it accepts, both from here (the tool's
+    description says what each is for; `schemas` says why none repeats it)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    server: ServerName
-    tool_name: str = Field(
-        description='A tool name exactly as mcp_list_tools shows it, or "resources/read" to read a resource.'
-    )
-    arguments_json: str | dict[str, Any] = Field(
-        "{}", description='The tool\'s arguments: a JSON object, or its text, e.g. {"path": "README.md"}.'
-    )
-    result_handle: str | None = Field(
-        None, description="To read on in a cut result: the handle its marker names (with offset)."
-    )
-    offset: int | None = Field(None, description="With result_handle: where the next part starts.")
+    server: str
+    tool_name: str
+    arguments_json: str | dict[str, Any] = Field("{}", description="A JSON object, or its text.")
+    result_handle: str | None = None
+    offset: int | None = None
 
 
 def listed(output_schema: dict[str, Any]) -> Tool:
@@ -109,7 +101,7 @@ def wire_result(reply: Reply) -> dict[str, Any] | mt.InputRequiredResult:
 def _input_schema() -> dict[str, Any]:
     """As FastMCP makes one from a signature: no titles, and no description of the whole."""
     schema = compress_schema(CallArguments.model_json_schema(), prune_titles=True)
-    return {key: value for key, value in schema.items() if key != "description"}
+    return schemas.lean_input({key: value for key, value in schema.items() if key != "description"})
 
 
 def answer_directly(app: FastMCP, bridge: Bridge) -> None:

@@ -2,7 +2,8 @@
 
 Everything a new user can get wrong is said here, once, on stderr, before serving: a bad setting
 (exit 2, naming it), a misspelt `MCP_*` variable (a warning with the close match), a workspace
-stdio children cannot use (a warning naming `MCP_WORKSPACE`), a port that cannot be bound (exit 2).
+stdio children cannot use (a warning naming `MCP_WORKSPACE`; so is one that holds the bridge's own
+code, which children then see read-only), a port that cannot be bound (exit 2).
 In stdio mode stdout is the protocol: logs go to stderr.
 """
 
@@ -31,8 +32,10 @@ from bridge.settings import (
     describe_error,
     developer_servers,
     misspelt,
+    own_paths_inside,
 )
 from bridge.tools import Bridge
+from bridge.wording import log_to_stderr
 
 if TYPE_CHECKING:
     from fastmcp.server.auth import AuthProvider
@@ -63,7 +66,7 @@ def main(
     `MCP_CONFIG` or the checkout's `config.py`); `auth` is for launchers that bring a FastMCP
     OAuth provider (see README)."""
     args = _parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    log_to_stderr(logging.INFO, "%(asctime)s %(name)s %(levelname)s %(message)s")
     for name, close in misspelt(os.environ):
         logger.warning("%s is not a setting of the bridge%s", name, f"; did you mean {close}?" if close else "")
     try:
@@ -79,6 +82,8 @@ def main(
         return _fail(f"invalid configuration: {exc}")
     if bridge.workspace_problem is not None:
         logger.warning("stdio servers cannot start: %s", bridge.workspace_problem)
+    elif held := own_paths_inside(settings.workspace, bridge.own):
+        logger.warning("MCP_WORKSPACE %s holds the bridge's own %s: children cannot write them", settings.workspace, ", ".join(held))
     if bridge.sandbox_problem is not None:
         logger.warning("stdio servers cannot start: %s", bridge.sandbox_problem)
     try:

@@ -18,16 +18,13 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
 import anyio.to_thread
-import httpx2
 import mcp_types as types
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from pydantic import BaseModel
 
 from bridge import ssrf, telemetry
 from bridge.downstream.backoff import Backoff
@@ -37,11 +34,9 @@ from bridge.downstream.relay import CallRelay, HostChannel, RelayLimits, roots_f
 from bridge.downstream.runtime import Runtime
 from bridge.downstream.stdio import ChildSupport, launch_refusal, plan_child
 from bridge.errors import BridgeError, ErrorResult, unknown_tool
-from bridge.internals import StoredOAuth
 from bridge.models import (
     AddResult,
     HttpServerSpec,
-    InputRequested,
     Origin,
     RemoveResult,
     ServerInfo,
@@ -50,17 +45,18 @@ from bridge.models import (
     StdioServerSpec,
     ToolPolicy,
 )
-from bridge.settings import Settings, config_path, workspace_problem
+from bridge.settings import OWN_CODE, Settings, config_path, own_paths, workspace_problem
 from bridge.store.registry import Registry, parse_config_servers
-from bridge.store.tokens import ServerTokens
 from bridge.tools import output, policy, secrets, validation
 from bridge.tools.audit import AuditEntry, AuditLog
 from bridge.tools.drift import DriftGuard
 from bridge.tools.gates import require_dynamic, require_transport
-from bridge.tools.oauth import oauth_client_metadata
 from bridge.tools.parked import Asks, Parking
+from bridge.tools.relayed import RESOURCES_READ, Relayed
+from bridge.tools.reply import Reply
 from bridge.tools.results import Results
 from bridge.tools.signin import SignIns
+from bridge.tools.signing import Signing
 from bridge.tools.sync import SyncFaces
 from sandbox import (
     CommandNotFound,
@@ -72,39 +68,6 @@ from sandbox import (
     remove_home,
     sweep_leftovers,
 )
-
-# The reserved tool name that reads a resource the server listed or linked (`mcp_call_tool`).
-RESOURCES_READ = "resources/read"
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What a tool answers: text for the model and the structured content behind it; blocks that
-    pass through as they came (images, audio, resource links); or what the host must answer first."""
-
-    text: str
-    data: BaseModel
-    blocks: tuple[output.Passed, ...] = ()
-    input_required: types.InputRequiredResult | None = None
-
-    @property
-    def is_error(self) -> bool:
-        return isinstance(self.data, ErrorResult)
-
-
-_MAX_LINKED = 256
-
-
-def _as_block(item: types.TextResourceContents | types.BlobResourceContents) -> types.ContentBlock:
-    """A resource's contents as a tool result block: text as text, a picture or a sound as media."""
-    if isinstance(item, types.TextResourceContents):
-        return types.TextContent(type="text", text=item.text)
-    mime = item.mime_type or ""
-    if mime.startswith("image/"):
-        return types.ImageContent(type="image", data=item.blob, mime_type=mime)
-    if mime.startswith("audio/"):
-        return types.AudioContent(type="audio", data=item.blob, mime_type=mime)
-    return types.EmbeddedResource(type="resource", resource=item)
 
 
 def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
@@ -127,9 +90,6 @@ def _audited_name(value: object) -> str | None:
     return text.encode("utf-8", "backslashreplace").decode()  # a lone surrogate cannot be written as JSON
 
 
-T = TypeVar("T")
-
-
 def _size(arguments_json: object) -> int:
     """What the audit keeps of the arguments: their size, never their content."""
     if isinstance(arguments_json, str):
@@ -139,7 +99,7 @@ def _size(arguments_json: object) -> int:
     return 0
 
 
-class Bridge(SyncFaces):
+class Bridge(SyncFaces, Relayed, Signing):
     """Holds what the four tools share: settings, the registry, sessions and the worker loop."""
 
     def __init__(
@@ -162,7 +122,9 @@ class Bridge(SyncFaces):
         self.settings = settings
         self.caller = caller
         # Said at start by the host face, and in every stdio error: Claude Desktop starts us in /.
-        self.workspace_problem = workspace_problem(settings)
+        config_file = config_path(os.environ)
+        self.own = own_paths(settings, config_file)  # never writable by a child, wherever the workspace is
+        self.workspace_problem = workspace_problem(settings, own=self.own)
         self.registry = Registry(
             path=settings.registry_path,
             legacy_path=settings.legacy_registry_path,
@@ -170,7 +132,6 @@ class Bridge(SyncFaces):
         )
         if create_registry:
             self.registry.ensure_canonical()
-        config_file = config_path(os.environ)
         self.sandbox = SandboxConfig(
             backend=settings.sandbox,
             workspace=settings.workspace,
@@ -183,6 +144,7 @@ class Bridge(SyncFaces):
             proxy_dir=settings.proxy_dir,
             limits=settings.limits,
             pids_cgroup=settings.sandbox_pids_cgroup,
+            own_paths=tuple(path for path, what in self.own.items() if what in OWN_CODE),
         )
         self.proxy = FilteringProxy()
         self.sessions = Sessions(
@@ -305,20 +267,6 @@ class Bridge(SyncFaces):
             )
         )
         return reply
-
-    def tokens(self, name: str, spec: HttpServerSpec) -> ServerTokens:
-        """The OAuth sign-in kept for the server `name` at its URL (maybe none yet)."""
-        return ServerTokens(self.settings.tokens_dir, name, spec.url)
-
-    def _signed_in(self, name: str, spec: ServerSpec) -> httpx2.Auth | None:
-        """What signs a new session's requests in: the server's stored OAuth tokens, if it has any.
-        They are the server's own, never the host's, and bound to the URL they were issued for."""
-        if not isinstance(spec, HttpServerSpec):
-            return None
-        tokens = self.tokens(name, spec)
-        if not tokens.signed_in:
-            return None
-        return StoredOAuth(server_url=spec.url, client_metadata=oauth_client_metadata(spec), storage=tokens)
 
     def resolve(self, server: object) -> tuple[str, ServerSpec]:
         """The registered spec, ready to connect: `${env:NAME}` header references filled in here, in
@@ -451,101 +399,6 @@ class Bridge(SyncFaces):
         return await self._reply(
             "mcp_call_tool", build, server=server, downstream_tool=tool_name, arguments_json=arguments_json
         )
-
-    async def _signing_in(self, name: str, spec: ServerSpec, relay: CallRelay, operation: Callable[[], Awaitable[T]]) -> T:
-        """Run `operation` on the worker loop; an `auth_required` from an HTTP server is given the
-        sign-in URL, which starts the sign-in in the background."""
-        try:
-            return await operation()
-        except BridgeError as exc:
-            if exc.code != "auth_required" or not isinstance(spec, HttpServerSpec):
-                raise
-            needed, opened_by_host = await self._sign_in_needed(name, spec, relay, exc)
-            if opened_by_host and self.tokens(name, spec).signed_in:
-                return await operation()  # the user signed in through the host: the call goes on
-            raise needed from None
-
-    async def _sign_in_needed(
-        self, name: str, spec: HttpServerSpec, relay: CallRelay, error: BridgeError
-    ) -> tuple[BridgeError, bool]:
-        """`auth_required`, with the URL that signs the user in (the flow runs on in the background,
-        its callback on a loopback port of this machine), and whether the host opened it: a host
-        that can open URLs is asked to."""
-        try:
-            url = await self.sign_ins.start(name, spec, self.tokens(name, spec))
-        except BridgeError as exc:
-            return BridgeError("auth_required", f"{error.message} ({exc.message})", **error.detail), False
-        opened = False
-        if relay.abilities.elicit_url:
-            answer = await relay.elicit(
-                types.ElicitRequestURLParams(
-                    mode="url", message=f"Sign in to {name} for the bridge", url=url, elicitation_id=uuid.uuid4().hex
-                )
-            )
-            opened = isinstance(answer, types.ElicitResult) and answer.action == "accept"
-            if opened:
-                await self.sign_ins.wait(name, self.settings.timeout)
-        needed = BridgeError(
-            "auth_required",
-            f"The server {name!r} needs the user to sign in with OAuth. Ask the user to open {url} in a browser on "
-            f"the machine running the bridge (or to run `mcp-bridge auth login {name}` there), then call again.",
-            url=url,
-            **error.detail,
-        )
-        return needed, opened
-
-    def _first_page(
-        self, name: str, tool: str, caller: str, result: types.CallToolResult, notes: list[str]
-    ) -> Reply:
-        rendering = output.render(result, self.settings.max_media_bytes)
-        self._remember_links(name, rendering.linked)
-        full = "\n".join(part for part in (rendering.full, *notes) if part)
-        handle = self.results.keep(caller, name, tool, full) if len(full) > self.settings.max_chars else None
-        data, text = output.call_result(
-            name, tool, rendering, result.structured_content, self.settings.max_chars, notes=notes, handle=handle
-        )
-        if result.is_error:
-            raise BridgeError("tool_error", f"{name}/{tool} failed: {text}")
-        return Reply(text=text, data=data, blocks=tuple(rendering.blocks))
-
-    def _read_on(self, name: str, tool: str, caller: str, handle: object, offset: object) -> Reply:
-        if not isinstance(handle, str) or not handle:
-            raise BridgeError("invalid_argument", "result_handle must be the handle a cut result named")
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            raise BridgeError("invalid_argument", "offset must be a whole number of characters, 0 or more")
-        text = self.results.text(handle, caller, name, tool)
-        if offset >= len(text):
-            raise BridgeError("invalid_argument", f"offset {offset} is past the end of the result ({len(text)} characters)")
-        rendering = output.Rendering(full=text, blocks=[], summaries=[], linked=[])
-        data, shown = output.call_result(name, tool, rendering, None, self.settings.max_chars, handle=handle, offset=offset)
-        return Reply(text=shown, data=data)
-
-    def _asks(self, name: str, tool: str, asks: Asks) -> Reply:
-        described = [
-            f"{key}: {'elicitation' if isinstance(ask, types.ElicitRequest) else 'sampling'} request"
-            for key, ask in asks.requests.items()
-        ]
-        data = InputRequested(server=name, tool=tool, asks=described)
-        text = f"{name}/{tool} waits for the user's answer to: " + "; ".join(described)
-        required = types.InputRequiredResult(input_requests=dict(asks.requests), request_state=asks.state)
-        return Reply(text=text, data=data, input_required=required)
-
-    def _remember_links(self, name: str, uris: list[str]) -> None:
-        linked = self.linked.setdefault(name, OrderedDict())
-        for uri in uris:
-            linked[uri] = None
-            linked.move_to_end(uri)
-        while len(linked) > _MAX_LINKED:
-            linked.popitem(last=False)
-
-    async def _read_resource(self, name: str, spec: ServerSpec, arguments: dict[str, object], caller: str) -> Reply:
-        uri = arguments.get("uri")
-        if not isinstance(uri, str) or not uri or set(arguments) != {"uri"}:
-            raise BridgeError("invalid_argument", 'resources/read takes arguments_json {"uri": "<a URI the server listed or linked>"}')
-        linked = uri in self.linked.get(name, {})
-        contents = await self.runtime.run_async(lambda: self.sessions.read_resource(name, spec, uri, linked=linked))
-        result = types.CallToolResult(content=[_as_block(item) for item in contents])
-        return self._first_page(name, RESOURCES_READ, caller, result, [])
 
     async def add_server_async(
         self,

@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bridge.tools.bridge import Bridge, Reply
+    from bridge.tools.bridge import Bridge
+    from bridge.tools.reply import Reply
 
 
 class SyncFaces:

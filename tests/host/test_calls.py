@@ -1,5 +1,5 @@
 """`mcp_call_tool` answered on the wire without FastMCP's tool machinery (`bridge.host.calls`),
-checked against a FastMCP tool with the signature it had: the same schema, the same arguments taken."""
+checked against a FastMCP tool with the signature it had: the same schema (listed lean), the same arguments taken."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
+from bridge.host import schemas
 from bridge.host.app import build_app
 from bridge.host.calls import CallArguments
 from bridge.settings import Settings
@@ -26,24 +27,16 @@ CANARY = "SECRET-CANARY-1c9e"
 
 
 def reference() -> FastMCP:
-    """`mcp_call_tool` as a FastMCP function tool, with the signature the bridge registered before."""
+    """`mcp_call_tool` as a FastMCP function tool, with the signature the bridge would register."""
     app = FastMCP("reference")
 
     @app.tool(name="mcp_call_tool")
     def mcp_call_tool(
-        server: Annotated[str, Field(description="A registered server's name (from mcp_list_tools without arguments).")],
-        tool_name: Annotated[
-            str,
-            Field(description='A tool name exactly as mcp_list_tools shows it, or "resources/read" to read a resource.'),
-        ],
-        arguments_json: Annotated[
-            str | dict[str, Any],
-            Field(description='The tool\'s arguments: a JSON object, or its text, e.g. {"path": "README.md"}.'),
-        ] = "{}",
-        result_handle: Annotated[
-            str | None, Field(description="To read on in a cut result: the handle its marker names (with offset).")
-        ] = None,
-        offset: Annotated[int | None, Field(description="With result_handle: where the next part starts.")] = None,
+        server: str,
+        tool_name: str,
+        arguments_json: Annotated[str | dict[str, Any], Field(description="A JSON object, or its text.")] = "{}",
+        result_handle: str | None = None,
+        offset: int | None = None,
     ) -> str:
         return "taken"
 
@@ -95,8 +88,8 @@ def _shape(schema: dict[str, Any]) -> object:
 def test_the_listing_advertises_the_schema_fastmcp_made_from_the_signature(face: Face) -> None:
     [listed] = [tool for tool in face.portal.call(face.client.list_tools) if tool.name == "mcp_call_tool"]
     [made] = face.portal.call(face.reference.list_tools)
-    assert listed.input_schema == made.input_schema
-    model = CallArguments.model_json_schema()
+    assert listed.input_schema == schemas.lean_input(made.input_schema)  # listed lean, as the other three
+    model = schemas.lean_input(CallArguments.model_json_schema())
     assert _shape(listed.input_schema["properties"]) == _shape(model["properties"])
 
 

@@ -1,6 +1,8 @@
-"""The README's `claude_desktop_config.json` snippet, started the way Claude Desktop starts it: exactly
-its command, args and env (placeholders filled in), from `/`, with a GUI app's bare environment, then
-spoken to as Claude Desktop speaks (`initialize` at 2025-11-25 as `claude-ai`).
+"""The `claude_desktop_config.json` snippet of the README and of docs/hosts.md, started the way Claude
+Desktop starts it: exactly its command, args and env (placeholders filled in), from `/`, with a GUI
+app's bare environment, then spoken to as Claude Desktop speaks (`initialize` at 2025-11-25 as
+`claude-ai`). Only the state and homes folders are the test's own, so that nothing lands in the
+checkout's `work/` or the real home.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from bridge_proc import FOUR_TOOLS, ROOT, StdioPeer, workdirs
 GUI_ENV = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": "/root", "USER": "root", "LOGNAME": "root"}
 
 
-def readme_snippet() -> dict[str, Any]:
-    section = (ROOT / "README.md").read_text().split("## Connecting a host", 1)[1]
-    match = re.search(r"```json\n(.*?)```", section, re.S)
-    assert match, "README's 'Connecting a host' has no claude_desktop_config.json snippet"
+PAGES = ["README.md", "docs/hosts.md"]
+
+
+def readme_snippet(page: str = "README.md") -> dict[str, Any]:
+    match = re.search(r"^#+ Claude Desktop\n.*?```json\n(.*?)```", (ROOT / page).read_text(), re.S | re.M)
+    assert match, f"{page}'s 'Claude Desktop' has no claude_desktop_config.json snippet"
     return json.loads(match.group(1))["mcpServers"]["bridge"]
 
 
@@ -37,6 +41,7 @@ def desktop() -> Iterator[StdioPeer]:
         workspace = dirs["MCP_WORKSPACE"]
         command = [filled_in(snippet["command"], workspace), *(filled_in(arg, workspace) for arg in snippet.get("args", []))]
         env = {**GUI_ENV, **{name: filled_in(value, workspace) for name, value in snippet.get("env", {}).items()}}
+        env |= {"MCP_STATE_DIR": dirs["MCP_STATE_DIR"], "MCP_HOMES_DIR": dirs["MCP_HOMES_DIR"]}
         proc = subprocess.Popen(command, cwd="/", env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             yield StdioPeer(proc)
@@ -47,8 +52,10 @@ def desktop() -> Iterator[StdioPeer]:
             proc.stderr.close()  # type: ignore[union-attr]
 
 
-def test_readme_snippet_names_an_absolute_command_and_workspace() -> None:
-    snippet = readme_snippet()
+@pytest.mark.parametrize("page", PAGES)
+def test_readme_snippet_names_an_absolute_command_and_workspace(page: str) -> None:
+    snippet = readme_snippet(page)
+    assert snippet == readme_snippet()
     assert snippet["command"].startswith("/") and snippet["command"].endswith("/.venv/bin/mcp-bridge")
     assert snippet["env"]["MCP_WORKSPACE"].startswith("/")
 

@@ -202,13 +202,13 @@ def test_the_hosts_token_never_reaches_a_stdio_child(dirs: dict[str, str]) -> No
     assert TOKEN not in json.dumps(child_env)
 
 
-# --- OAuth through a FastMCP provider, as the README documents it ----------------------------
+# --- OAuth through a FastMCP provider, as docs/oauth.md documents it ----------------------------
 
 
 def readme_oauth_launcher() -> str:
-    section = (ROOT / "README.md").read_text().split("## HTTP security", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "oauth.md").read_text().split("### A FastMCP OAuth proxy", 1)[1].split("\n## ", 1)[0]
     match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "README's HTTP security section has no python launcher"
+    assert match, "docs/oauth.md's FastMCP OAuth proxy section has no python launcher"
     return match.group(1)
 
 

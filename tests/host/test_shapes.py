@@ -157,30 +157,61 @@ def test_every_input_schema_stays_under_16_kib(wire: dict[str, list[dict[str, An
         assert len(json.dumps(tool["inputSchema"]).encode()) < 16 * 1024
 
 
+# Every conversation pays for the four definitions before its first word: 12,491 characters in
+# full (two thirds output schemas), halved by `bridge.host.schemas`.
+TOOLS_BUDGET = 6_000
+
+
+@pytest.mark.parametrize("shape", ["chatgpt", "standard"])
+def test_the_four_tools_fit_the_budget_in_each_host_shape(wire: dict[str, list[dict[str, Any]]], shape: str) -> None:
+    assert len(json.dumps(wire[shape])) <= TOOLS_BUDGET
+
+
+def descriptions(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                yield value
+            yield from descriptions(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from descriptions(item)
+
+
+def test_no_description_is_said_twice(wire: dict[str, list[dict[str, Any]]]) -> None:
+    for tools in wire.values():
+        said = list(descriptions(tools))
+        assert len(said) == len(set(said))
+        assert not {tool["title"] for tool in tools} & set(said)
+
+
 # --- real results against both shapes' output schemas ---------------------------------------
 
 
 def structured_results(peer: StdioPeer) -> list[tuple[str, dict[str, Any]]]:
-    """One real result of every kind each tool returns, successes and errors."""
+    """One real result of every kind each tool returns, successes and errors, a cut result and its next part."""
     echo = json.dumps([fixture_path("echo")])
-    calls = [
-        ("mcp_list_tools", {}),
-        ("mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": echo}),
-        ("mcp_add_server", {"name": "bad name!", "command": sys.executable}),
-        ("mcp_list_tools", {"server": "echo"}),
-        ("mcp_list_tools", {"server": "echo", "tool_name": "add"}),
-        ("mcp_list_tools", {"server": "nope"}),
-        ("mcp_call_tool", {"server": "echo", "tool_name": "add", "arguments_json": '{"a": 1, "b": 2}'}),
-        ("mcp_call_tool", {"server": "echo", "tool_name": "image"}),
-        ("mcp_call_tool", {"server": "echo", "tool_name": "fail", "arguments_json": '{"message": "no"}'}),
-        ("mcp_remove_server", {"name": "echo"}),
-        ("mcp_remove_server", {"name": "echo"}),
+
+    def call(name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return name, peer.result("tools/call", {"name": name, "arguments": arguments})["structuredContent"]
+
+    results = [
+        call("mcp_list_tools", {}),
+        call("mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": echo}),
+        call("mcp_add_server", {"name": "bad name!", "command": sys.executable}),
+        call("mcp_list_tools", {"server": "echo"}),
+        call("mcp_list_tools", {"server": "echo", "tool_name": "add"}),
+        call("mcp_list_tools", {"server": "nope"}),
+        call("mcp_call_tool", {"server": "echo", "tool_name": "add", "arguments_json": '{"a": 1, "b": 2}'}),
+        call("mcp_call_tool", {"server": "echo", "tool_name": "image"}),
+        call("mcp_call_tool", {"server": "echo", "tool_name": "fail", "arguments_json": '{"message": "no"}'}),
     ]
-    results = []
-    for name, arguments in calls:
-        result = peer.result("tools/call", {"name": name, "arguments": arguments})
-        results.append((name, result["structuredContent"]))
-    return results
+    _, cut = call("mcp_call_tool", {"server": "echo", "tool_name": "big", "arguments_json": '{"n": 10000}'})
+    read_on = {"result_handle": cut["result_handle"], "offset": cut["next_offset"]}
+    _, page = call("mcp_call_tool", {"server": "echo", "tool_name": "big", **read_on})
+    assert page["ok"] and page["offset"] == cut["next_offset"]
+    results += [("mcp_call_tool", cut), ("mcp_call_tool", page)]
+    return [*results, call("mcp_remove_server", {"name": "echo"}), call("mcp_remove_server", {"name": "echo"})]
 
 
 def test_real_results_validate_against_the_output_schema_of_both_shapes(wire: dict[str, list[dict[str, Any]]]) -> None:

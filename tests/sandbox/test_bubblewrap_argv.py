@@ -139,6 +139,7 @@ def test_proxied_command_runs_behind_the_forwarder_which_applies_seccomp_itself(
     forwarder = Forwarder("/usr/bin/python3", Path("/src/sandbox/forwarder.py"))
     argv = bwrap_argv(policy, ["/usr/bin/npx", "-y", "x"], cwd=WS, seccomp_fd=3, forwarder=forwarder)
     assert "--seccomp" not in argv and "--share-net" not in argv
+    assert "--as-pid-1" in argv  # no unfiltered bwrap init beside the command: the forwarder is pid 1
     socket = argv.index("/run/mcp-bridge/proxy.sock")
     assert argv[socket - 2:socket + 4] == [
         "--bind", "/tmp/mcp-0/p-1.sock", "/run/mcp-bridge/proxy.sock",

@@ -107,10 +107,15 @@ def test_script_whose_shebang_names_an_interpreter_under_home_runs(box: Box) -> 
 
 def test_interpreter_in_a_hidden_folder_is_refused_before_spawn(box: Box) -> None:
     tool = fake_install(box, ".opt/runtime")
-    script = box.ws / "server"
+    script = box.root / "server"  # outside every writable root: no child could have written it
     script.write_text(f"#!{tool}\n")
     script.chmod(0o755)
     box.launch(str(script), [])  # the install tree is derived and exposed: runnable
+    planted = box.ws / "server"  # the same script where a child can write: grants nothing
+    planted.write_text(f"#!{tool}\n")
+    planted.chmod(0o755)
+    with pytest.raises(NotRunnable, match="folder children can write"):
+        box.launch(str(planted), [])
     secret_dir = box.home / ".ssh" / "bin"
     secret_dir.mkdir()
     shutil.copy2("/bin/echo", secret_dir / "tool")
