@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +34,20 @@ NAME = "conformance"
 MAX_SIGN_INS = 4  # one sign-in, plus step-ups; a bridge that keeps asking past this has a bug
 SECRET_VARIABLE = "CONFORMANCE_CLIENT_SECRET"
 KEY_VARIABLE = "CONFORMANCE_PRIVATE_KEY"
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 
 def say(*parts: object) -> None:
-    print("conformance_client:", *parts, file=sys.stderr, flush=True)
+    print(f"conformance_client {time.monotonic():.1f}:", *parts, file=sys.stderr, flush=True)
 
 
-def oauth_entry(scenario: str, context: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
-    """The `oauth` of the developer's entry, as an operator who was given these credentials writes it."""
+def oauth_entry(scenario: str, context: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    """The `oauth` of the developer's entry, as an operator who was given these credentials writes it.
+    Every entry names the client ID metadata document the suite expects (used where a server supports CIMD)."""
+    entry: dict[str, Any] = {"client_metadata_url": CLIENT_METADATA_URL}
     if "client_id" not in context:
-        return None
-    entry: dict[str, Any] = {"client_id": context["client_id"]}
+        return entry
+    entry["client_id"] = context["client_id"]
     if "client_secret" in context:
         env[SECRET_VARIABLE] = context["client_secret"]
         entry["client_secret"] = "${env:" + SECRET_VARIABLE + "}"
@@ -103,9 +107,7 @@ async def run(url: str) -> int:
             "MCP_CONFIG": str(Path(base, "config.py")),
             "MCP_TIMEOUT": "20",
         }
-        entry: dict[str, Any] = {"transport": "http", "url": url}
-        if (oauth := oauth_entry(scenario, context, env)) is not None:
-            entry["oauth"] = oauth
+        entry = {"transport": "http", "url": url, "oauth": oauth_entry(scenario, context, env)}
         Path(env["MCP_CONFIG"]).write_text(f"MCP_SERVERS = {{{NAME!r}: {entry!r}}}\n")
         bridge = StdioServerParameters(command=str(Path(sys.executable).with_name("mcp-bridge")), env=env)
         async with Client(bridge, elicitation_callback=on_elicit) as client:

@@ -412,7 +412,14 @@ class Sessions:
                     raise error from exc
                 raise
             if isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
-                raise live.connection.classify(exc) from exc  # the server answered: the session is sound
+                error = live.connection.classify(exc)
+                if error.code != "auth_required":
+                    raise error from exc  # the server answered: the session is sound
+                # Opened before a sign-in, or signed with tokens no longer good: the next call,
+                # after the sign-in, needs a session that carries the new tokens.
+                with anyio.CancelScope(shield=True):
+                    await self._close(live, kill=False)
+                raise error from exc
             with anyio.CancelScope(shield=True):
                 await self._close(live, kill=True)
             raise live.connection.classify(exc) from exc
