@@ -28,6 +28,7 @@ from mcp.client.session import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
 from mcp.server.runner import _has_modern_envelope, _serve_legacy_stream, _serve_modern_stream
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
@@ -37,6 +38,7 @@ from starlette.applications import Starlette
 __all__ = [
     "advertise_exactly",
     "caller_scope",
+    "close_http_session",
     "create_mcp_http_client",
     "fastmcp_env_file",
     "host_log_level",
@@ -95,16 +97,34 @@ def initialization_options(app: FastMCP) -> InitializationOptions:
     return app._mcp_server.create_initialization_options()
 
 
-def live_http_sessions(app: Starlette) -> Container[str]:
-    """The ids of the Streamable HTTP sessions FastMCP's session manager holds right now (a live
-    view; empty before the app's lifespan has started). The SDK keeps them in `_server_instances`
-    and forgets one however it ends: DELETE, idle timeout, crash."""
+def _session_manager(app: Starlette) -> StreamableHTTPSessionManager | None:
     for route in app.routes:
         endpoint = getattr(route, "endpoint", None)
         endpoint = endpoint.app if isinstance(endpoint, RequireAuthMiddleware) else endpoint
         if isinstance(endpoint, StreamableHTTPASGIApp) and endpoint.session_manager is not None:
-            return endpoint.session_manager._server_instances
-    return {}
+            return endpoint.session_manager
+    return None
+
+
+def live_http_sessions(app: Starlette) -> Container[str]:
+    """The ids of the Streamable HTTP sessions FastMCP's session manager holds right now (a live
+    view; empty before the app's lifespan has started). The SDK keeps them in `_server_instances`
+    and forgets one however it ends: DELETE, idle timeout, crash."""
+    manager = _session_manager(app)
+    return manager._server_instances if manager is not None else {}
+
+
+async def close_http_session(app: Starlette, session_id: str) -> bool:
+    """End one Streamable HTTP session as the SDK's manager ends a session itself (its
+    `_discard_session`, also what follows a DELETE): forgotten at once, so its id answers 404, and
+    its transport terminated, which ends its server task. Whether it was open. The manager offers
+    no public way to close a session."""
+    manager = _session_manager(app)
+    transport = manager._server_instances.get(session_id) if manager is not None else None
+    if manager is None or transport is None:
+        return False
+    await manager._discard_session(session_id, transport)
+    return True
 
 
 def fastmcp_env_file() -> str:

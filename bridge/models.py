@@ -204,6 +204,26 @@ class ToolCatalog(BaseModel):
     drift: Drift | None = Field(None, description="Set when the tools changed since they were first seen.")
 
 
+class Match(BaseModel):
+    server: str
+    tool: str
+    description: str
+    refused: str | None = Field(None, description="Why the tool cannot be called here (tool policy); None: callable.")
+
+
+class NotIndexed(BaseModel):
+    server: str
+    reason: str
+
+
+class SearchResult(BaseModel):
+    ok: Literal[True] = True
+    query: str
+    matches: list[Match] = Field(description="Best first.")
+    servers_searched: list[str]
+    servers_not_indexed: list[NotIndexed] = Field(description="Servers whose tools could not be searched, and why.")
+
+
 class ToolSchema(BaseModel):
     ok: Literal[True] = True
     server: str

@@ -163,11 +163,19 @@ class Settings(BaseSettings):
     child_processes: int = Field(512, ge=0, le=1_000_000, description="Processes one child may run; 0: no limit.")
     child_file_mb: int = Field(1024, ge=0, le=1_048_576, description="Largest file one child may write, MiB; 0: none.")
     child_open_files: int = Field(4096, ge=0, le=1_048_576, description="Open files of one child; 0: inherited.")
+    sandbox_scan_max_dirs: int = Field(
+        20_000, ge=100, le=10_000_000,
+        description="Most folders a writable root may hold: every git repository in it is found and kept read-only; "
+        "a root with more is refused.",
+    )
     sandbox_pids_cgroup: bool = Field(
         True, description="As root, enforce MCP_CHILD_PROCESSES with a pids cgroup (the kernel exempts uid 0 from RLIMIT_NPROC)."
     )
     start_timeout: float = Field(
         180.0, gt=0, le=3600, description="Seconds a start (spawn or connect, then initialize) may take: a first npx download."
+    )
+    search_wait_s: float = Field(
+        10.0, gt=0, le=3600, description="Seconds a search waits for servers never indexed before it answers without them."
     )
     max_list_pages: int = Field(100, ge=1, le=100_000, description="Most pages of one downstream tools/list.")
     max_tools: int = Field(5000, ge=1, le=1_000_000, description="Most tools one downstream listing may hold.")
@@ -215,7 +223,8 @@ class Settings(BaseSettings):
         description="HTTP mode: let servers added in conversation point at loopback and private addresses.",
     )
     max_http_sessions_per_client: int = Field(
-        16, ge=1, le=1000, description="HTTP mode: open MCP sessions one authenticated client may hold."
+        16, ge=1, le=1000, description="HTTP mode: open MCP sessions one client may hold; its least recently used "
+        "idle session is closed to make room for a new one (only a client whose every session is busy is refused)."
     )
     # -- relay: what a downstream sends back (bridge.downstream.relay, bridge.tools.results, .parked)
     max_media_bytes: int = Field(

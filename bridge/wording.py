@@ -10,6 +10,8 @@ move the cursor, clear a screen, ring a bell or reverse the text around it:
   paragraph separators, lone surrogates, unassigned code points) becomes a visible escape (`\\n`,
   `\\x1b`, `\\u202e`, `\\udc80`). Spaces, the zero-width joiners that scripts and emoji need, and
   backslashes stay as they are, so escaping twice changes nothing.
+- `escaped_lines(text)`: text whose line breaks the bridge wrote (its JSON, a traceback), each
+  line escaped.
 - `one_line(text, limit)`: prose (a description, a message) with its whitespace runs folded to one
   space, escaped, and cut to `limit` characters with an ellipsis.
 - `quoted(text)` / `shown_name(name)`: a value inside single quotes that it cannot close.
@@ -53,6 +55,11 @@ def escaped(text: str) -> str:
     return "".join(_escape_char(ch) for ch in text)
 
 
+def escaped_lines(text: str) -> str:
+    """Text whose line breaks are the bridge's own (its JSON, a traceback): each line escaped."""
+    return "\n".join(escaped(line) for line in text.split("\n"))
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + _ELLIPSIS
 
@@ -86,7 +93,7 @@ class OneLineFormatter(logging.Formatter):
             text = super().format(record)
         finally:
             record.msg, record.args = saved
-        return "\n".join(escaped(line) for line in text.split("\n"))
+        return escaped_lines(text)
 
 
 def log_to_stderr(level: int, fmt: str) -> None:

@@ -44,9 +44,9 @@ from sandbox.network import NetworkSetting, effective_network, is_package_launch
 from sandbox.placeholders import Ledger, guarded_paths, ledger_for, sweep
 from sandbox.policy import Policy, build_policy, hidden_by
 from sandbox.probe import Backend, select_backend
-from sandbox.programs import granted, program_chain, reached_through
+from sandbox.programs import granted, inside_writable, program_chain, reached_through
 from sandbox.proxy import ProxyRoute, loopback_route, route_for
-from sandbox.repos import new_git_dirs
+from sandbox.repos import SCAN_MAX_DIRS, new_git_dirs
 from sandbox.seatbelt import sandbox_exec_argv
 from sandbox.seccomp import filter_program
 
@@ -79,6 +79,8 @@ class SandboxConfig:
     kernel exempts host uid 0 from RLIMIT_NPROC); joining one waits ~10 ms on cgroup v1, which the
     gate overlaps with bwrap's setup. `own_paths`: the bridge's own code, interpreter and venv,
     and its checkout: read-only inside a writable root, and no writable root may lie inside one.
+    `scan_max_dirs`: most folders a writable root may hold (its nested repositories are all found
+    and kept read-only; a root past the bound is refused).
     """
 
     backend: Literal["auto", "bubblewrap", "seatbelt", "none"]
@@ -92,6 +94,7 @@ class SandboxConfig:
     limits: Limits = field(default_factory=Limits)
     pids_cgroup: bool = True
     own_paths: tuple[Path, ...] = ()
+    scan_max_dirs: int = SCAN_MAX_DIRS
 
 
 @dataclass(frozen=True)
@@ -314,12 +317,13 @@ def new_repositories(launch: Launch) -> tuple[Path, ...]:
     """`.git` entries created under the writable roots while the child ran (`git init sub`).
 
     Mounts cannot stop them; the bridge reports them when the session ends. Bounded like the
-    spawn-time scan (depth 4, 1000 folders a root).
+    spawn-time scan (`SandboxConfig.scan_max_dirs` folders a root, at any depth).
     """
     if launch.policy is None:
         return ()
     held = frozenset(launch.placeholders)  # the launch's own empty `.git` mount points are no repository
-    return tuple(p for p in new_git_dirs(launch.policy.guarded_roots, launch.policy.git_dirs) if p not in held)
+    policy = launch.policy
+    return tuple(p for p in new_git_dirs(policy.guarded_roots, policy.git_dirs, max_dirs=policy.scan_max_dirs) if p not in held)
 
 
 def _plan(
@@ -343,15 +347,16 @@ def _plan(
     platform: Literal["linux", "darwin"] = "darwin" if backend.name == "seatbelt" else "linux"
     path_env = _environment(config, home, (config.workspace,), server_env, {})(tmpdir="/tmp")["PATH"]
     executable = _absolute(command, path_env)
-    setting = effective_network(network, config.network, launcher=is_package_launcher(executable, args))
-    mode, hosts = _network_mode(setting, home)
     homes_dir = config.homes_dir or default_homes_dir(dict(os.environ), home)
     private_home = home_path(homes_dir, _server_key(server_name, command, args))
     chain = program_chain(executable, path_env)
-    forwarder = _forwarder() if mode == "proxy" and platform == "linux" else None
     writable = tuple(
         Path(os.path.realpath(Path(p).expanduser())) for p in (config.workspace, *write_paths, private_home)
     )
+    launcher = is_package_launcher(executable, args) and _installed_launcher(executable, chain.files, writable)
+    setting = effective_network(network, config.network, launcher=launcher)
+    mode, hosts = _network_mode(setting, home)
+    forwarder = _forwarder() if mode == "proxy" and platform == "linux" else None
     program_files = (*granted(chain.files, writable), *(program_chain(forwarder.python, path_env).files if forwarder else ()))
     proxy_socket = route_for(proxy_dir, hosts).socket if mode == "proxy" and proxy_dir else None
     policy = build_policy(
@@ -360,12 +365,24 @@ def _plan(
         private_home=private_home, homes_dir=homes_dir, read_paths=read_paths,
         git_write_paths=git_write_paths, program_files=program_files, allowed_hosts=hosts,
         proxy_socket=proxy_socket, empty_file=homes_dir / EMPTY_FILE, empty_dir=homes_dir / EMPTY_DIR,
-        held=held, own_paths=config.own_paths,
+        held=held, own_paths=config.own_paths, scan_max_dirs=config.scan_max_dirs,
     )  # fmt: skip
     problem = check_runnable(executable, policy, path_env=path_env)
     if problem is None and hidden_by(policy, cwd) is not None:
         problem = f"the working directory {cwd} is hidden from children; use a folder in the workspace"
     return Plan(executable, policy, backend.name, setting, private_home, problem)
+
+
+def _installed_launcher(executable: str, files: tuple[Path, ...], writable: tuple[Path, ...]) -> bool:
+    """Whether a command named like a package launcher is the one installed: the program of that
+    name on the bridge's own PATH (or beside its interpreter: uvx in its venv), with no file of its
+    chain in a writable root. Any script can be named `npx`; only the real one gets registry network."""
+    name = os.path.basename(executable)
+    operator_path = os.pathsep.join((os.environ.get("PATH", DEFAULT_PATH), os.path.dirname(sys.executable)))
+    installed = shutil.which(name, path=operator_path)
+    if installed is None or os.path.realpath(installed) != os.path.realpath(executable):
+        return False
+    return not any(inside_writable(path, writable) for path in files)
 
 
 def _network_mode(setting: NetworkSetting, home: Path) -> tuple[Literal["deny", "allow", "proxy"], tuple[str, ...]]:

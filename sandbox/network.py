@@ -4,6 +4,7 @@ A server's own setting wins. Without one, a server started through a package lau
 `uvx`, `pipx run`, `bunx`, `pnpm dlx`, ...) gets `registry`: the npm and PyPI hosts this machine's
 own clients are configured for, read cheaply from the environment and config files (never by
 running `npm config get`, which costs a node start). Everything else gets the configured default.
+Only the installed launcher counts (`launch._installed_launcher`): any script can be named `npx`.
 """
 
 from __future__ import annotations

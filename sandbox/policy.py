@@ -30,7 +30,7 @@ from typing import Literal
 
 from sandbox.errors import InvalidWorkspace
 from sandbox.programs import install_tree
-from sandbox.repos import git_dirs, scan_roots
+from sandbox.repos import SCAN_MAX_DIRS, git_dirs, scan_roots
 
 Network = Literal["deny", "allow", "proxy"]
 Platform = Literal["linux", "darwin"]
@@ -135,6 +135,7 @@ class Policy:
     empty_file: Path | None = None  # the source of file placeholders: reads give "", not EACCES
     empty_dir: Path | None = None  # the source of dir placeholders: one read-only bind, no remount
     git_dirs: frozenset[Path] = frozenset()  # every .git found at spawn (for `new_git_dirs`)
+    scan_max_dirs: int = SCAN_MAX_DIRS  # the bound of that scan, and of the rescan when the child ends
     own: tuple[Path, ...] = ()  # the bridge's own code and venv inside a writable root: read-only
 
     @property
@@ -187,13 +188,15 @@ def build_policy(
     empty_dir: Path | None = None,
     held: frozenset[Path] = frozenset(),
     own_paths: tuple[Path, ...] = (),
+    scan_max_dirs: int = SCAN_MAX_DIRS,
 ) -> Policy:
     """Derive the policy, refusing roots that would expose a secret (raises `InvalidWorkspace`).
 
     `private_home` hides the real `home` (and `homes_dir`, the other servers' homes);
     `program_files` is the command's chain (see `programs.py`); `held` are placeholders another
     running child holds, which look present on disk but are still placeholders; `own_paths` are
-    the bridge's own code and venv (read-only inside a writable root, never around one).
+    the bridge's own code and venv (read-only inside a writable root, never around one);
+    `scan_max_dirs` bounds the search for nested repositories (a root past it is refused).
     """
     home = Path(os.path.realpath(home))
     bridge_secrets = [Path(os.path.realpath(p)) for p in (state_dir, *secret_paths)]
@@ -218,7 +221,7 @@ def build_policy(
         exposed = _exposures(candidates, reads, hidden, masks, keep_out)
 
     git_write = {Path(os.path.realpath(p)) for p in git_write_paths}
-    protected, placeholders, found = _guarded((ws, *roots), git_write, held)
+    protected, placeholders, found = _guarded((ws, *roots), git_write, held, scan_max_dirs)
     protected = tuple(p for p in protected if not _under_dir_mask(p, masks))
     present = [m.path for m in masks if m.kind != "absent"]
     return Policy(
@@ -239,6 +242,7 @@ def build_policy(
         empty_file=empty_file,
         empty_dir=empty_dir,
         git_dirs=found,
+        scan_max_dirs=scan_max_dirs,
         own=own,
     )
 
@@ -387,7 +391,7 @@ def _exposures(
 
 
 def _guarded(
-    roots: tuple[Path, ...], git_write: set[Path], held: frozenset[Path]
+    roots: tuple[Path, ...], git_write: set[Path], held: frozenset[Path], max_dirs: int
 ) -> tuple[tuple[Path, ...], tuple[Placeholder, ...], frozenset[Path]]:
     """Read-only paths (existing) and placeholders (absent) at each root, plus nested git dirs.
 
@@ -407,7 +411,7 @@ def _guarded(
             protected += git_dirs(path) if name == ".git" else [path]
     root_gits = {root / ".git" for root in roots}
     # A reused scan may predate a root's `.git` (another bridge's placeholder, say): looked at afresh.
-    found = scan_roots(roots, max_age=SCAN_REUSE_S) | {dot_git for dot_git in root_gits if os.path.lexists(dot_git)}
+    found = scan_roots(roots, max_age=SCAN_REUSE_S, max_dirs=max_dirs) | {dot_git for dot_git in root_gits if os.path.lexists(dot_git)}
     for dot_git in sorted(found - root_gits):
         if dot_git.parent in git_write or dot_git in held:
             continue

@@ -135,7 +135,7 @@ def reached_through(files: tuple[Path, ...], writable: tuple[Path, ...]) -> dict
     through: dict[Path, Path] = {}
     planted: Path | None = None
     for path in files:
-        if any(_located(path).is_relative_to(root) for root in writable):
+        if inside_writable(path, writable):
             planted = path
         elif planted is not None:
             through.setdefault(path, planted)
@@ -146,6 +146,11 @@ def granted(files: tuple[Path, ...], writable: tuple[Path, ...]) -> tuple[Path, 
     """The chain's files that may be exposed: those not reached through a writable root."""
     through = reached_through(files, writable)
     return tuple(path for path in files if path not in through)
+
+
+def inside_writable(path: Path, writable: tuple[Path, ...]) -> bool:
+    """Whether a chain file (a symlink hop too, judged where it lies) is in one of the `writable` roots."""
+    return any(_located(path).is_relative_to(root) for root in writable)
 
 
 def _located(path: Path) -> Path:

@@ -16,26 +16,36 @@ host NAME before anything is resolved or dialled:
 Refusals answer `403` with a one-line reason and are kept per route (`denials`) so the bridge can
 say which host a failing server tried. The bridge runs one `FilteringProxy` on its worker loop
 (`serve` is a service) and calls `listen(route)` before each proxied spawn.
+
+It survives its children: a child holds at most MAX_CONNECTIONS_PER_CHILD connections at once
+(told apart by the peer's pid on a Unix route, by route on a loopback port; the rest are answered
+`503`), a connection that fails in any way ends alone, and running out of descriptors on accept
+ends the one waiting connection (with a spare descriptor kept for that), never the proxy. Each
+bridge process keeps its sockets in its own folder, `<proxy_dir>/<pid>/`, so two bridges never
+remove each other's; the folders of bridges that died are swept when a proxy first listens.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import ipaddress
 import logging
 import os
+import shutil
 import socket
 import stat
+import struct
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteStream, SocketListener, SocketStream, TaskGroup, TaskStatus
+from anyio.abc import ByteStream, SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
 
 from sandbox.addresses import is_public
 
@@ -47,6 +57,9 @@ HEAD_TIMEOUT_S = 10
 CONNECT_TIMEOUT_S = 15
 DENIALS_KEPT = 64
 DENIED_HEADER = "X-MCP-Bridge-Denied"
+MAX_CONNECTIONS_PER_CHILD = 64  # npm opens at most ~16 sockets at once; two per tunnel are held here
+RESOURCE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+LOST_CONNECTION_ERRORS = frozenset({errno.ECONNABORTED, errno.EPROTO, errno.EPERM})  # accept(2): that one is gone
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -72,9 +85,35 @@ class Denial:
 
 
 def route_for(proxy_dir: Path, hosts: tuple[str, ...]) -> ProxyRoute:
-    """The route of an allowlist: one socket per distinct list, with a short, stable name."""
+    """The route of an allowlist: one socket per distinct list, with a short, stable name, in this
+    process's own folder of `proxy_dir`."""
     digest = hashlib.sha256("\n".join(sorted(hosts)).encode()).hexdigest()[:16]
-    return ProxyRoute(proxy_dir / f"p-{digest}.sock", tuple(sorted(hosts)))
+    return ProxyRoute(proxy_dir / str(os.getpid()) / f"p-{digest}.sock", tuple(sorted(hosts)))
+
+
+def sweep_dead_bridges(proxy_dir: Path) -> tuple[Path, ...]:
+    """Remove the socket folders of bridge processes that are gone; the removed folders."""
+    removed = []
+    try:
+        entries = list(proxy_dir.iterdir())
+    except OSError:
+        return ()
+    for entry in entries:
+        if not entry.name.isdigit() or _pid_alive(int(entry.name)) or not entry.is_dir() or entry.is_symlink():
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return tuple(removed)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def loopback_route(proxy_dir: Path, hosts: tuple[str, ...]) -> ProxyRoute:
@@ -147,9 +186,16 @@ class FilteringProxy:
         self._tg: TaskGroup | None = None
         self._routes: dict[Path, ProxyRoute] = {}
         self._denials: dict[Path, deque[Denial]] = {}
+        self._connections: Counter[object] = Counter()  # open connections per child (`_peer`)
+        self._warned: set[object] = set()  # children told of the bound, until their count drops to 0
+        self._folders: set[Path] = set()  # socket folders this proxy made, removed when it stops
+        self._exhausted = False  # out of descriptors (said once) until an accept succeeds
+        self._waited = False  # out of descriptors and a connection is waiting: end it
+        self._spare: int | None = None  # given up to accept and end one connection when out of fds
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Run until cancelled; Unix sockets are removed on the way out (loopback ports stay bound)."""
+        """Run until cancelled; Unix sockets and this process's folders are removed on the way out
+        (loopback ports stay bound)."""
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -160,7 +206,14 @@ class FilteringProxy:
             for path, route in self._routes.items():
                 if route.port is None:
                     path.unlink(missing_ok=True)
+            for folder in self._folders:
+                with contextlib.suppress(OSError):  # not empty: someone else's socket is there
+                    folder.rmdir()
             self._routes.clear()
+            self._folders.clear()
+            if self._spare is not None:
+                os.close(self._spare)
+                self._spare = None
 
     async def listen(self, route: ProxyRoute) -> None:
         """Serve `route` (idempotent); its socket or port accepts connections when this returns."""
@@ -172,20 +225,94 @@ class FilteringProxy:
         if route.port is not None:
             listener = await SocketListener.from_socket(_loopback_socket(route).dup())
         else:
-            route.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folder = route.socket.parent
+            if not folder.is_dir():  # this process's first route there: sweep the dead ones' first
+                sweep_dead_bridges(folder.parent)
+                folder.mkdir(parents=True, mode=0o700)
+                self._folders.add(folder)
             if os.path.lexists(route.socket) and stat.S_ISSOCK(os.lstat(route.socket).st_mode):
-                route.socket.unlink()  # left by a bridge that died
+                route.socket.unlink()  # left by a process of this pid that died
             listener = await anyio.create_unix_listener(route.socket)
             os.chmod(route.socket, 0o600)
+        if self._spare is None:
+            self._spare = _open_spare()
         self._routes[route.socket] = route
         self._denials[route.socket] = deque(maxlen=DENIALS_KEPT)
         self._tg.start_soon(self._accept, listener, route)
 
     async def _accept(self, listener: SocketListener, route: ProxyRoute) -> None:
-        """Serve one route until the proxy stops, then close this proxy's listener."""
+        """Serve one route until the proxy stops, then close this proxy's listener. A listener that
+        breaks drops its route alone; the next `listen` makes it anew."""
         assert self._tg is not None
         async with listener:
-            await listener.serve(partial(self._handle, route), task_group=self._tg)
+            while True:
+                try:
+                    client = await listener.accept()
+                except (OSError, anyio.BrokenResourceError) as exc:
+                    if not await self._accept_failed(listener, exc):
+                        log.error("proxy listener for %s broke: %s", route.socket, exc.__cause__ or exc)
+                        self._routes.pop(route.socket, None)
+                        if route.port is None:
+                            route.socket.unlink(missing_ok=True)
+                        return
+                    continue
+                self._exhausted = self._waited = False
+                peer = _peer(client, route)
+                if self._connections[peer] >= MAX_CONNECTIONS_PER_CHILD:
+                    self._tg.start_soon(self._busy, client, peer)
+                    continue
+                self._connections[peer] += 1
+                self._tg.start_soon(self._connection, route, client, peer)
+
+    async def _accept_failed(self, listener: SocketListener, exc: BaseException) -> bool:
+        """After a failed accept, whether the listener still serves.
+
+        Out of descriptors (the kernel says so before it looks for a waiting connection): wait
+        for a connection and try once more, in case some closed meanwhile; if still out, give up
+        the spare descriptor to take that connection and end it, else every accept would fail
+        again. A connection lost before it was accepted is gone already; anything else breaks it."""
+        cause = exc if isinstance(exc, OSError) else exc.__cause__
+        number = cause.errno if isinstance(cause, OSError) else None
+        if number in LOST_CONNECTION_ERRORS:
+            return True
+        if number not in RESOURCE_ERRORS:
+            return False
+        raw: socket.socket = listener.extra(SocketAttribute.raw_socket)
+        if not self._waited:
+            if not self._exhausted:
+                self._exhausted = True  # said once, until an accept succeeds again
+                log.warning("proxy out of descriptors (%s): ending connections until some close", os.strerror(number or 0))
+            self._waited = True
+            await anyio.wait_readable(raw)
+            return True
+        self._waited = False
+        if self._spare is not None:
+            os.close(self._spare)
+        with contextlib.suppress(OSError):
+            raw.accept()[0].close()
+        self._spare = _open_spare()
+        return True
+
+    async def _busy(self, client: ByteStream, peer: object) -> None:
+        async with client:
+            if peer not in self._warned:
+                self._warned.add(peer)
+                log.warning("proxy refused a child more than %d open connections", MAX_CONNECTIONS_PER_CHILD)
+            await _answer(client, 503, f"more than {MAX_CONNECTIONS_PER_CHILD} connections open from this child")
+
+    async def _connection(self, route: ProxyRoute, client: ByteStream, peer: object) -> None:
+        """One connection, whatever becomes of it: it ends alone and frees its child's slot."""
+        try:
+            await self._handle(route, client)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            log.debug("proxy connection ended: %r", exc)  # a side hung up, or the host ran out of something
+        except Exception:  # a bug in one connection must not end the proxy for every child
+            log.exception("proxy connection failed")
+        finally:
+            self._connections[peer] -= 1
+            if not self._connections[peer]:
+                del self._connections[peer]
+                self._warned.discard(peer)
 
     def denials(self, socket_path: Path, since: float = 0.0) -> list[Denial]:
         """Refusals on one route since a monotonic time (e.g. the child's spawn)."""
@@ -223,7 +350,7 @@ class FilteringProxy:
         if reason is None:
             try:
                 addresses = await self._resolve(host, port)
-            except OSError as exc:
+            except (OSError, UnicodeError) as exc:  # UnicodeError: a label IDNA cannot encode
                 reason = f"{host} does not resolve ({exc})"
             else:
                 if not addresses or not all(self._public(a) for a in addresses):
@@ -246,6 +373,23 @@ class FilteringProxy:
         self._denials[route.socket].append(Denial(host, port, reason, time.monotonic()))
 
 
+def _peer(client: ByteStream, route: ProxyRoute) -> object:
+    """Who is connecting: the peer's pid on a Unix route (the child's forwarder), else the route."""
+    if route.port is None and hasattr(socket, "SO_PEERCRED"):
+        raw: socket.socket = client.extra(SocketAttribute.raw_socket)
+        with contextlib.suppress(OSError):
+            pid, _uid, _gid = struct.unpack("3i", raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+            return pid
+    return route.socket
+
+
+def _open_spare() -> int | None:
+    try:
+        return os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        return None
+
+
 async def _read_head(stream: ByteStream) -> tuple[str, bytes]:
     """The request line of an HTTP head, and any bytes sent after the head."""
     buffer = b""
@@ -259,7 +403,7 @@ async def _read_head(stream: ByteStream) -> tuple[str, bytes]:
 
 async def _answer(stream: ByteStream, status: int, reason: str) -> None:
     body = f"mcp-bridge sandbox proxy: {reason}\n".encode()
-    words = {403: "Forbidden", 405: "Method Not Allowed", 502: "Bad Gateway"}[status]
+    words = {403: "Forbidden", 405: "Method Not Allowed", 502: "Bad Gateway", 503: "Service Unavailable"}[status]
     head = (
         f"HTTP/1.1 {status} {words}\r\nContent-Type: text/plain\r\n{DENIED_HEADER}: {reason}\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from bridge.cli.context import load_settings
 from bridge.cli.errors import CliError, add_command
 from bridge.tools.audit import read_entries
+from bridge.wording import escaped
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,7 +39,7 @@ def export(args: argparse.Namespace) -> int:
         raise CliError("--since must be earlier than --until")
     settings = load_settings()
     for entry in read_entries(settings.audit_dir, args.since, args.until):
-        print(json.dumps(entry, ensure_ascii=False))
+        print(escaped(json.dumps(entry, ensure_ascii=False)))  # JSON leaves C1 and U+202E as they are
     return 0
 
 

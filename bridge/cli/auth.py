@@ -18,6 +18,7 @@ from bridge.cli.context import load_settings
 from bridge.cli.errors import CliError, Exit, add_command
 from bridge.host.oauth import list_clients, list_pending, revoke_client
 from bridge.host.oauth.store import StoreUnreadable
+from bridge.wording import escaped, quoted
 
 T = TypeVar("T")
 
@@ -28,7 +29,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "auth",
         "OAuth: approve clients of the HTTP face (ChatGPT...); sign in to servers",
         "The built-in OAuth server's state, for its owner:\n\n"
-        "  mcp-bridge auth pending         requests waiting for approval, with their pairing codes\n"
+        "  mcp-bridge auth pending         requests waiting for approval, newest first: name, pairing code\n"
         "  mcp-bridge auth clients         registered clients: name, redirect URI, last use\n"
         "  mcp-bridge auth revoke CLIENT   forget a client (ID or name) and every token it holds, at once\n"
         "  mcp-bridge auth login NAME      sign in to a downstream server that asks for OAuth\n"
@@ -64,8 +65,9 @@ def _listed(read: Callable[[Path], list[T]], state_dir: Path, empty: str) -> lis
 def pending(args: argparse.Namespace) -> int:
     for request in _listed(list_pending, load_settings().state_dir, "No authorization request is waiting."):
         print(
-            f"{request.pairing_code}  {request.client_name or request.client_id!r} -> {request.redirect_uri} "
-            f"(until {_when(request.expires_at)}, {request.attempts_left} attempts left)"
+            f"{request.name}  {request.pairing_code}  {quoted(request.client_name or request.client_id)} "
+            f"-> {quoted(request.redirect_uri)} (client {quoted(request.client_id)}; until "
+            f"{_when(request.expires_at)}, {request.attempts_left} attempts left)"
         )
     return 0
 
@@ -73,8 +75,8 @@ def pending(args: argparse.Namespace) -> int:
 def clients(args: argparse.Namespace) -> int:
     for client in _listed(list_clients, load_settings().state_dir, "No client is registered."):
         print(
-            f"{client.client_id}  {client.client_name or '(no name)'!r} [{client.kind}] "
-            f"redirect {', '.join(client.redirect_uris)}; last used {_when(client.last_used_at)}; "
+            f"{escaped(client.client_id)}  {quoted(client.client_name or '(no name)')} [{client.kind}] "
+            f"redirect {', '.join(map(escaped, client.redirect_uris))}; last used {_when(client.last_used_at)}; "
             f"{client.active_tokens} active token(s)"
         )
     return 0
@@ -87,5 +89,8 @@ def revoke_one(args: argparse.Namespace) -> int:
         raise CliError(str(exc), Exit.NOT_FOUND) from None
     except StoreUnreadable as exc:
         raise _unreadable(exc) from None
-    print(f"Revoked {gone.client_id} ({gone.client_name or 'no name'}): {gone.active_tokens} token(s) no longer work.")
+    print(
+        f"Revoked {escaped(gone.client_id)} ({quoted(gone.client_name or 'no name')}): "
+        f"{gone.active_tokens} token(s) no longer work."
+    )
     return 0

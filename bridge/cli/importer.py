@@ -197,6 +197,7 @@ def plan_entry(
             args_json=call.get("args_json"),
             cwd_value=call.get("cwd"),
             workspace=settings.workspace,
+            path_env=os.environ.get("PATH", os.defpath),
         )
         require_transport(settings, spec)
     except _Refused as exc:

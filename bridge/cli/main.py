@@ -14,7 +14,7 @@ import os
 import sys
 
 from bridge.cli.errors import EPILOG, CliError, Exit
-from bridge.wording import log_to_stderr
+from bridge.wording import escaped, log_to_stderr
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return Exit.CHECK_FAILED
     except CliError as exc:
-        print(f"mcp-bridge: error: {exc.message}", file=sys.stderr)
+        print(f"mcp-bridge: error: {escaped(exc.message)}", file=sys.stderr)
         for line in exc.detail:
-            print(line, file=sys.stderr)
+            print(escaped(line), file=sys.stderr)
         return int(exc.exit)

@@ -23,7 +23,7 @@ from bridge.cli.errors import CliError, Exit, add_command
 from bridge.cli.render import table
 from bridge.errors import BridgeError
 from bridge.tools import Bridge
-from bridge.wording import count
+from bridge.wording import count, escaped, shown_name
 
 Host = Literal["chatgpt", "claude"]
 HOSTS: tuple[Host, ...] = ("chatgpt", "claude")
@@ -243,7 +243,7 @@ def render(report: ProbeReport, hosts: tuple[Host, ...]) -> str:
                 for reason in getattr(tool.hosts[host], kind):
                     reasons.setdefault(f"{host} {label}: {reason}", []).append(tool.name)
     for reason, names in reasons.items():
-        lines += ["", reason, f"  {', '.join(names)}"]
+        lines += ["", escaped(reason), f"  {', '.join(shown_name(name) for name in names)}"]
     dropped = {host: sum(bool(tool.hosts[host].drops) for tool in report.tools) for host in hosts}
     counts = ", ".join(f"{host} would drop {count}" for host, count in dropped.items())
     lines += ["", f"{report.server}: {count(len(report.tools), 'tool')}; {counts}"]

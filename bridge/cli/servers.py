@@ -31,6 +31,7 @@ from bridge.models import (
     ToolPolicy,
 )
 from bridge.tools import Bridge, validation
+from bridge.wording import escaped
 from sandbox import Plan, SandboxUnavailable
 from sandbox.command import CommandNotFound, resolve_command
 
@@ -171,11 +172,11 @@ def show_server(args: argparse.Namespace) -> int:
             print(f"{key}:" + ("" if value else " none"))
             for item, shown in value.items():
                 if shown is not None:
-                    print(f"  {item}: {json.dumps(shown) if isinstance(shown, list) else shown}")
+                    print(f"  {item}: {json.dumps(shown) if isinstance(shown, list) else escaped(str(shown))}")
         elif isinstance(value, list):
             print(f"{key}: {json.dumps(value)}")
         elif value is not None:
-            print(f"{key}: {value}")
+            print(f"{key}: {escaped(str(value))}")
     return 0
 
 
@@ -212,7 +213,7 @@ def add_server(args: argparse.Namespace) -> int:
             )
         )
     verb = "replaced" if data.replaced else "added"
-    print(f"{verb} {data.server.name} ({data.server.transport}, {data.server.origin}): {data.server.target}")
+    print(f"{verb} {data.server.name} ({data.server.transport}, {data.server.origin}): {escaped(data.server.target)}")
     return 0
 
 

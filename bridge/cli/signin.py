@@ -22,6 +22,7 @@ from bridge.models import HttpServerSpec
 from bridge.store.tokens import ServerTokens
 from bridge.tools import signin
 from bridge.tools.signin import LoopbackCallback
+from bridge.wording import escaped
 
 
 def register_steps(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,7 +64,7 @@ def sign_in(args: argparse.Namespace) -> int:
         raise CliError(f"cannot listen for the sign-in on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
 
     async def show(url: str) -> None:
-        print(f"Open this URL to sign in to {name}:\n  {url}", file=sys.stderr, flush=True)
+        print(f"Open this URL to sign in to {name}:\n  {escaped(url)}", file=sys.stderr, flush=True)
         if not args.no_browser:
             webbrowser.open(url)
 

@@ -13,6 +13,9 @@ knows the protocol, so the tools and the pool stay free of FastMCP's server side
 - an ask the host cannot answer (no such capability, or no channel) is refused at once, an
   elicitation with `decline`, a sampling request with an error, and the model is told why; an ask
   the host answers goes back down as the host sent it;
+- an elicitation reaches the host attributed ("The MCP server 'NAME' asks: ..."), its message on
+  one line; a URL-mode one only for an `https` URL, or `http` to this machine (a `javascript:`,
+  `file:` or `data:` URL, or plain `http` across the network, is declined and the model told);
 - `roots/list` is answered here, never by the host: the roots the child may really use.
 While the host's person answers an ask, the call's timeout clock stops (`Clock`).
 """
@@ -26,11 +29,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import anyio
 import mcp_types as types
 
 from bridge.models import ServerSpec, StdioServerSpec
+from bridge.ssrf import literal_address, normalise_host
+from bridge.wording import one_line, quoted, shown_name
 
 LOG_CHARS = 2000
 _ASK_EXCERPT = 120
@@ -173,8 +179,30 @@ def roots_for(spec: ServerSpec, workspace: Path) -> list[types.Root]:
 
 
 def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _ASK_EXCERPT else text[: _ASK_EXCERPT - 1] + "…"
+    return quoted(one_line(text), _ASK_EXCERPT)
+
+
+def _on_this_machine(url: str) -> bool:
+    try:
+        host = normalise_host(url)
+    except ValueError:
+        return False
+    address = literal_address(host)
+    return address.is_loopback if address is not None else host == "localhost" or host.endswith(".localhost")
+
+
+def url_refusal(url: str) -> str | None:
+    """Why a URL-mode elicitation's URL is not put to the host's person, or None: only `https`, or
+    `http` to this machine (a local sign-in page), is a page a person may safely be sent to."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        return f"its scheme is {quoted(scheme, 40)}" if scheme else "it is not an absolute URL"
+    if not parts.hostname:
+        return "it names no host"
+    if scheme == "http" and not _on_this_machine(url):
+        return "it is plain http to another machine"
+    return None
 
 
 def _bounded(data: object) -> object:
@@ -191,6 +219,7 @@ class CallRelay:
 
     channel: HostChannel | None
     roots: Callable[[], list[types.Root]]  # made when the server asks: most calls never do
+    server: str = ""  # who asks, as the host's person is told
     limits: RelayLimits = field(default_factory=RelayLimits)
     clock: Clock | None = None
     notes: list[str] = field(default_factory=list)
@@ -243,16 +272,31 @@ class CallRelay:
     # -- requests from the server ----------------------------------------------------------
 
     async def elicit(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        """The server's elicitation, put to the host's person as the server's, when the host can answer it."""
+        return await self._elicit(params, f"The MCP server {quoted(shown_name(self.server))} asks: ")
+
+    async def elicit_for_bridge(self, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        """The bridge's own elicitation (open a sign-in page), under the same rules."""
+        return await self._elicit(params, "")
+
+    async def _elicit(self, params: types.ElicitRequestParams, asker: str) -> types.ElicitResult | types.ErrorData:
         url = isinstance(params, types.ElicitRequestURLParams)
         able = self.abilities.elicit_url if url else self.abilities.elicit_form
         if self.channel is None or not able:
             mode = "URL" if url else "form"
             self.notes.append(
-                f"[The server asked the user ({mode} elicitation: {_excerpt(params.message)!r}); this host cannot "
+                f"[The server asked the user ({mode} elicitation: {_excerpt(params.message)}); this host cannot "
                 "answer that, so the bridge declined it.]"
             )
             return types.ElicitResult(action="decline")
-        answer = await self._ask(types.ElicitRequest(params=params))
+        if isinstance(params, types.ElicitRequestURLParams) and (why := url_refusal(params.url)) is not None:
+            self.notes.append(
+                f"[The server asked the user to open {quoted(params.url, _ASK_EXCERPT)}; the bridge declined it, as "
+                f"{why}: it sends a person only to https pages, or http ones on this machine.]"
+            )
+            return types.ElicitResult(action="decline")
+        message = asker + one_line(params.message)
+        answer = await self._ask(types.ElicitRequest(params=params.model_copy(update={"message": message})))
         if isinstance(answer, types.ElicitResult | types.ErrorData):
             return answer
         return types.ErrorData(code=types.INTERNAL_ERROR, message="The host answered an elicitation with a sampling result.")

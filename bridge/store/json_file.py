@@ -83,6 +83,16 @@ class JsonFile(Generic[T]):
         self._temp_prefix = f".{path.name}."
         self._cached: tuple[tuple[int, int, int, int], T] | None = None
 
+    def cached(self) -> T | None:
+        """The parsed content when the cache still holds the file as it is (one `stat`), else None:
+        a caller on an event loop then reads in a worker thread instead."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return None
+        key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        return self._cached[1] if self._cached is not None and self._cached[0] == key else None
+
     def read(self) -> T | None:
         """The parsed content (cached by file identity); None when missing; `Unreadable` when bad."""
         try:

@@ -46,10 +46,12 @@ from bridge.models import (
     ToolPolicy,
 )
 from bridge.settings import OWN_CODE, Settings, config_path, own_paths, workspace_problem
+from bridge.store.catalog import Catalog
 from bridge.store.registry import Registry, parse_config_servers
-from bridge.tools import output, policy, secrets, validation
+from bridge.tools import output, policy, search, secrets, validation
 from bridge.tools.audit import AuditEntry, AuditLog
 from bridge.tools.drift import DriftGuard
+from bridge.tools.finding import Finding, Indexing
 from bridge.tools.gates import require_dynamic, require_transport
 from bridge.tools.parked import Asks, Parking
 from bridge.tools.relayed import RESOURCES_READ, Relayed
@@ -78,8 +80,11 @@ def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
     return ServerInfo(name=name, transport=spec.transport, origin=origin, target=target)
 
 
-def _command_line(spec: StdioServerSpec) -> tuple[str, ...]:
-    return (spec.command, *spec.args)
+def _keeps_home(before: ServerSpec | None, after: ServerSpec) -> bool:
+    """Whether a re-registered entry keeps its stdio home: only when it runs the same program."""
+    if not isinstance(before, StdioServerSpec):
+        return True
+    return isinstance(after, StdioServerSpec) and (before.command, *before.args) == (after.command, *after.args)
 
 
 def _audited_name(value: object) -> str | None:
@@ -99,7 +104,7 @@ def _size(arguments_json: object) -> int:
     return 0
 
 
-class Bridge(SyncFaces, Relayed, Signing):
+class Bridge(SyncFaces, Relayed, Signing, Finding):
     """Holds what the four tools share: settings, the registry, sessions and the worker loop."""
 
     def __init__(
@@ -145,8 +150,11 @@ class Bridge(SyncFaces, Relayed, Signing):
             limits=settings.limits,
             pids_cgroup=settings.sandbox_pids_cgroup,
             own_paths=tuple(path for path, what in self.own.items() if what in OWN_CODE),
+            scan_max_dirs=settings.sandbox_scan_max_dirs,
         )
         self.proxy = FilteringProxy()
+        self.catalog = Catalog(settings.state_dir / "catalog" / "index.sqlite3", search.VERSION)
+        self.indexing = Indexing(self)
         self.sessions = Sessions(
             SessionSettings(
                 timeout=settings.timeout,
@@ -162,6 +170,7 @@ class Bridge(SyncFaces, Relayed, Signing):
             Backoff(after=settings.backoff_after, max_s=settings.backoff_max_s, clock=time.monotonic),
             ChildSupport(proxy=self.proxy, home_key=self.home_key, on_new_repositories=self._new_repositories),
             auth_for=self._signed_in,
+            listings=self.indexing,
         )
         # Probed once, now, off the loop that will serve the host; None when stdio children can start.
         self.sandbox_problem = probe(self.sandbox) if "stdio" in settings.allowed_transports else None
@@ -174,11 +183,14 @@ class Bridge(SyncFaces, Relayed, Signing):
         # URIs each server linked or embedded in a result: `resources/read` may read them.
         self.linked: dict[str, OrderedDict[str, None]] = {}
         self.sign_ins = SignIns(self.sessions.settings)
-        self.runtime = Runtime(services=[self.sessions.serve, self.proxy.serve, self.parking.serve, self.sign_ins.serve])
+        self.runtime = Runtime(
+            services=[self.sessions.serve, self.proxy.serve, self.parking.serve, self.sign_ins.serve, self.indexing.serve]
+        )
 
     def close(self) -> None:
         self.runtime.close()
         self.audit.close()
+        self.catalog.close()
 
     def tool_definitions(self, server: str) -> list[types.Tool]:
         """A server's full tool definitions, reached as mcp_list_tools reaches them (for the CLI's probe).
@@ -305,12 +317,23 @@ class Bridge(SyncFaces, Relayed, Signing):
     # -- the four tools (async: awaitable from any event loop) ------------------------------
 
     async def list_tools_async(
-        self, server: str | None = None, tool_name: str | None = None, *, channel: HostChannel | None = None
+        self,
+        server: str | None = None,
+        tool_name: str | None = None,
+        *,
+        channel: HostChannel | None = None,
+        query: str | None = None,
+        limit: int | None = None,
     ) -> Reply:
         """No server: the registered servers. A server: its catalog, as offered to a host with the
-        abilities of `channel`'s. And a tool: that tool's schema."""
+        abilities of `channel`'s. And a tool: that tool's schema. A query: the tools that match it
+        (`bridge.tools.finding`), of every server or of `server`."""
 
         async def build() -> Reply:
+            if query is not None or limit is not None:
+                if tool_name is not None and tool_name != "":
+                    raise BridgeError("invalid_argument", "query and tool_name do not go together")
+                return await self._find(query, limit, server)
             if server is None or server == "":  # a wrong type (0, [], False) is not "no server"
                 if tool_name is not None and tool_name != "":
                     raise BridgeError("invalid_argument", "tool_name needs a server")
@@ -322,7 +345,7 @@ class Bridge(SyncFaces, Relayed, Signing):
                 return Reply(text=text, data=data)
             name, spec = self.resolve(server)
             wanted = None if tool_name is None or tool_name == "" else validation.tool_name(tool_name)
-            call = CallRelay(channel=channel, roots=self._roots(spec), limits=self.limits)
+            call = CallRelay(channel=channel, roots=self._roots(spec), server=name, limits=self.limits)
             tools, unrunnable = await self.runtime.run_async(
                 lambda: self._signing_in(name, spec, call, lambda: self.sessions.catalog(name, spec, call))
             )
@@ -370,7 +393,7 @@ class Bridge(SyncFaces, Relayed, Signing):
                 return await self._read_resource(name, spec, arguments, caller)
 
             async def run(up: HostChannel | None) -> tuple[types.CallToolResult, list[str]]:
-                relay = CallRelay(channel=up, roots=self._roots(spec), limits=self.limits)
+                relay = CallRelay(channel=up, roots=self._roots(spec), server=name, limits=self.limits)
                 _, result = await self._signing_in(
                     name,
                     spec,
@@ -419,6 +442,7 @@ class Bridge(SyncFaces, Relayed, Signing):
                 args_json=args_json,
                 cwd_value=cwd,
                 workspace=self.settings.workspace,
+                path_env=os.environ.get("PATH", os.defpath),  # as the CLI resolves a bare name
             )
             require_transport(self.settings, spec)
             if isinstance(spec, HttpServerSpec):  # a forbidden target or unresolvable reference: refused now
@@ -429,12 +453,13 @@ class Bridge(SyncFaces, Relayed, Signing):
             # The lock may be held by another bridge process: wait for it off the event loop.
             replaced = await anyio.to_thread.run_sync(self.registry.add, checked, spec)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
-            if isinstance(before, StdioServerSpec) and _command_line(before) != _command_line(spec):
+            if not _keeps_home(before, spec):
                 await anyio.to_thread.run_sync(self._drop_home, checked)  # another program: a fresh home
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
-            text = f"{verb} {checked} ({spec.transport}). Call mcp_list_tools(server={checked!r}) to see its tools."
+            kind = f"stdio, runs {data.server.target}" if isinstance(spec, StdioServerSpec) else spec.transport
+            text = f"{verb} {checked} ({kind}). Call mcp_list_tools(server={checked!r}) to see its tools."
             return Reply(text=text, data=data)
 
         return await self._reply("mcp_add_server", build, server=name)

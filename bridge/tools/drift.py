@@ -21,6 +21,7 @@ from bridge.errors import BridgeError
 from bridge.models import Drift, HttpServerSpec, ServerSpec
 from bridge.store.baselines import Baseline
 from bridge.store.registry import Registry
+from bridge.wording import shown_name
 
 logger = logging.getLogger("mcp_bridge.drift")
 
@@ -67,13 +68,13 @@ def describe(server: str, drift: Drift) -> str:
         if names
     ]
     return (
-        f"WARNING: {server}'s tools changed since they were first seen ({drift.since:%Y-%m-%d %H:%M} UTC): "
+        f"WARNING: {shown_name(server)}'s tools changed since they were first seen ({drift.since:%Y-%m-%d %H:%M} UTC): "
         f"{'; '.join(parts)}. Check them before calling; re-adding the server with mcp_add_server accepts the change."
     )
 
 
 def _names(names: list[str], most: int = 10) -> str:
-    shown = ", ".join(names[:most])
+    shown = ", ".join(shown_name(name) for name in names[:most])
     return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
 
 

@@ -20,13 +20,16 @@ from bridge.errors import ErrorResult
 from bridge.models import (
     CallResult,
     Drift,
+    Match,
+    NotIndexed,
+    SearchResult,
     ServerList,
     ToolCatalog,
     ToolSchema,
     ToolSummary,
 )
 from bridge.tools import drift
-from bridge.wording import count
+from bridge.wording import count, escaped, escaped_lines, one_line, shown_name
 
 _SHORTENED = "…"
 _NOT_CALLABLE = "[not callable]"
@@ -40,10 +43,6 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
     marker = f"\n…[truncated: showing {{shown}} of {len(text)} characters]"
     shown = max(0, limit - len(marker.format(shown=limit)))
     return text[:shown] + marker.format(shown=shown), True
-
-
-def _one_line(text: str | None) -> str:
-    return " ".join((text or "").split())
 
 
 def _description_cap(lengths: list[int], room: int) -> int | None:
@@ -68,15 +67,16 @@ def catalog(
     changed: Drift | None = None,
 ) -> tuple[ToolCatalog, str]:
     """Every name survives, with its mark when the tool policy refuses it, and a drift warning comes
-    first; descriptions give way first."""
-    header = f"{server}: {count(len(tools), 'tool')}. Call mcp_list_tools(server, tool_name) for one tool's full schema."
+    first; descriptions give way first. The lines are the bridge's: a name or a description is
+    escaped onto its own line, so a downstream cannot forge another."""
+    header = f"{shown_name(server)}: {count(len(tools), 'tool')}. Call mcp_list_tools(server, tool_name) for one tool's full schema."
     if changed is not None:
         header = f"{drift.describe(server, changed)}\n{header}"
     note = f"(descriptions shortened to fit the {max_chars}-character budget)"
     refusals = refusals or {}
     names = [tool.name for tool in tools]
-    heads = [f"{name} {_NOT_CALLABLE}" if refusals.get(name) else name for name in names]
-    descriptions = [_one_line(tool.description) for tool in tools]
+    heads = [f"{shown_name(name)} {_NOT_CALLABLE}" if refusals.get(name) else shown_name(name) for name in names]
+    descriptions = [one_line(tool.description) for tool in tools]
     # Each line is "- head: description"; the fixed part of every line costs len(head) + 4.
     fixed = len(header) + 1 + len(note) + 1 + sum(len(head) + 5 for head in heads)
     if any(refusals.values()):
@@ -96,10 +96,41 @@ def catalog(
     return data, "\n".join(lines)
 
 
+def found(
+    query: str, matches: list[Match], searched: list[str], not_indexed: list[NotIndexed], max_chars: int
+) -> tuple[SearchResult, str]:
+    """One line a match, best first; what could not be searched, and why, comes first, so no cut
+    drops it; descriptions give way first."""
+    lines = [f"Not searched: {item.server} ({item.reason})." for item in not_indexed]
+    if not matches:
+        lines.append(f"No tools match {query!r} in {count(len(searched), 'server')}.")
+        data = SearchResult(query=query, matches=[], servers_searched=searched, servers_not_indexed=not_indexed)
+        return data, "\n".join(lines)
+    lines.append(
+        f"{len(matches)} {'match' if len(matches) == 1 else 'matches'} in {count(len(searched), 'server')}, best first. "
+        "Call mcp_list_tools(server, tool_name) for a tool's schema."
+    )
+    heads = [f"{m.server}/{m.tool} {_NOT_CALLABLE}" if m.refused else f"{m.server}/{m.tool}" for m in matches]
+    descriptions = [_one_line(m.description) for m in matches]
+    fixed = sum(len(line) + 1 for line in lines) + sum(len(head) + 5 for head in heads)
+    if any(m.refused for m in matches):
+        fixed += len(_POLICY_NOTE) + 1
+    cap = _description_cap([len(d) for d in descriptions], max(0, max_chars - fixed))
+    if cap is not None:
+        descriptions = [d if len(d) <= cap else d[: max(0, cap - 1)] + _SHORTENED if cap else "" for d in descriptions]
+    lines += [f"- {head}: {d}" if d else f"- {head}" for head, d in zip(heads, descriptions)]
+    if any(m.refused for m in matches):
+        lines.append(_POLICY_NOTE)
+    shown = [m.model_copy(update={"description": d}) for m, d in zip(matches, descriptions)]
+    data = SearchResult(query=query, matches=shown, servers_searched=searched, servers_not_indexed=not_indexed)
+    text, _ = cut("\n".join(lines), max_chars)
+    return data, text
+
+
 def schema(server: str, tool: types.Tool, max_chars: int, refused: str | None = None) -> tuple[ToolSchema, str]:
     """The definition exactly as the downstream sent it; only the text copy is cut."""
     definition = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
-    text = json.dumps(definition, indent=2, ensure_ascii=False)
+    text = escaped_lines(json.dumps(definition, indent=2, ensure_ascii=False))  # JSON leaves C1, U+202E
     if refused:
         text = f"Not callable here: {refused}.\n{text}"
     text, _ = cut(text, max_chars)
@@ -153,27 +184,29 @@ def render(result: types.CallToolResult, max_media_bytes: int) -> Rendering:
             if size <= media_left:
                 media_left -= size
                 blocks.append(block)
-                note(f"[{block.type}: {block.mime_type}, {_mib(size)}, attached]")
+                note(f"[{block.type}: {one_line(block.mime_type, 100)}, {_mib(size)}, attached]")
             else:
-                note(f"[{block.type}: {block.mime_type}, {_mib(size)}, over the {_mib(max_media_bytes)} media budget, not shown]")
+                note(f"[{block.type}: {one_line(block.mime_type, 100)}, {_mib(size)}, over the {_mib(max_media_bytes)} media budget, not shown]")
         elif isinstance(block, types.EmbeddedResource):
             resource = block.resource
-            kind = resource.mime_type or "unknown type"
+            kind = one_line(resource.mime_type or "unknown type", 100)
+            uri = escaped(str(resource.uri))
             linked.append(str(resource.uri))
             if isinstance(resource, types.TextResourceContents):
-                note(f"[embedded resource: {resource.uri} ({kind}), {len(resource.text)} characters:]")
+                note(f"[embedded resource: {uri} ({kind}), {len(resource.text)} characters:]")
                 parts.append(resource.text)
             else:
-                note(f"[embedded resource: {resource.uri} ({kind}), {len(resource.blob)} base64 characters, not shown]")
+                note(f"[embedded resource: {uri} ({kind}), {len(resource.blob)} base64 characters, not shown]")
         elif isinstance(block, types.ResourceLink):
             blocks.append(block)
             linked.append(str(block.uri))
             note(
-                f"[resource link: {block.uri} ({block.mime_type or 'unknown type'}) {block.name}; read it with "
+                f"[resource link: {escaped(str(block.uri))} ({one_line(block.mime_type or 'unknown type', 100)}) "
+                f"{one_line(block.name, 200)}; read it with "
                 f'tool_name="resources/read" and arguments_json={{"uri": {json.dumps(str(block.uri))}}}]'
             )
         else:
-            note(f"[{getattr(block, 'type', type(block).__name__)} content, not shown]")
+            note(f"[{one_line(str(getattr(block, 'type', type(block).__name__)), 100)} content, not shown]")
     text = "\n".join(part for part in parts if part)
     if not text and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
@@ -246,10 +279,10 @@ def servers(data: ServerList) -> str:
         lines.append("No servers listed." if data.warning else "No servers registered. Add one with mcp_add_server.")
         return "\n".join(lines)
     lines.append(f"{count(len(data.servers), 'server')}. Call mcp_list_tools(server) to see a server's tools.")
-    lines += [f"- {s.name} ({s.transport}, {s.origin}): {s.target}" for s in data.servers]
+    lines += [f"- {shown_name(s.name)} ({s.transport}, {s.origin}): {escaped(s.target)}" for s in data.servers]
     return "\n".join(lines)
 
 
 def error(data: ErrorResult) -> str:
     retry = " (retryable)" if data.retryable else ""
-    return f"Error [{data.code}]{retry}: {data.message}"
+    return f"Error [{data.code}]{retry}: {escaped(data.message)}"

@@ -78,7 +78,7 @@ class Signing:
             return BridgeError("auth_required", f"{error.message} ({exc.message})", **error.detail), False
         opened = False
         if relay.abilities.elicit_url:
-            answer = await relay.elicit(
+            answer = await relay.elicit_for_bridge(
                 types.ElicitRequestURLParams(
                     mode="url", message=f"Sign in to {name} for the bridge", url=url, elicitation_id=uuid.uuid4().hex
                 )

@@ -22,8 +22,10 @@ class SyncFaces:
         self.audit.flush()
         return reply
 
-    def list_tools(self: Bridge, server: str | None = None, tool_name: str | None = None) -> Reply:
-        return self._wait(lambda: self.list_tools_async(server, tool_name))
+    def list_tools(
+        self: Bridge, server: str | None = None, tool_name: str | None = None, query: str | None = None, limit: int | None = None
+    ) -> Reply:
+        return self._wait(lambda: self.list_tools_async(server, tool_name, query=query, limit=limit))
 
     def call_tool(
         self: Bridge,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,6 +18,7 @@ import httpx2
 
 from bridge.errors import BridgeError
 from bridge.models import NAME_PATTERN, HttpServerSpec, StdioServerSpec
+from sandbox import CommandNotFound, resolve_command
 
 # RFC 7230 token characters for a header name; values must be printable, single-line text.
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
@@ -34,6 +36,7 @@ _RESERVED_PREFIXES = ("proxy-", "x-forwarded-", "x-aws-ec2-metadata-token")
 _MAX_URL = 2048
 _MAX_JSON = 1_000_000
 _MAX_ARGS = 256
+MAX_DEPTH = 100  # arrays and objects inside one another; no tool's arguments need more
 
 
 def _invalid(message: str, **detail: Any) -> BridgeError:
@@ -50,6 +53,12 @@ def _is_unicode(value: str) -> bool:
     return True
 
 
+def result_handle(value: object) -> str:
+    if not isinstance(value, str) or not value or len(value) > 256 or not _is_unicode(value):
+        raise _invalid("result_handle must be the handle a cut result named")
+    return value
+
+
 def server_name(value: object, field: str = "name") -> str:
     if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
         raise _invalid(f"{field} must match {NAME_PATTERN.pattern} (letters, digits, _ and -, at most 64)")
@@ -63,6 +72,20 @@ def tool_name(value: object) -> str:
     return value
 
 
+def query(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 500 or not _is_unicode(value):
+        raise _invalid("query must be a non-empty string of at most 500 characters")
+    return value.strip()
+
+
+def limit(value: object) -> int:
+    if value is None:
+        return 10
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 50:
+        raise _invalid("limit must be a whole number from 1 to 50")
+    return value
+
+
 def _decode_json(text: object, field: str) -> Any:
     if not isinstance(text, str):
         raise _invalid(f"{field} must be a string holding JSON")
@@ -70,13 +93,29 @@ def _decode_json(text: object, field: str) -> Any:
         raise _invalid(f"{field} is longer than {_MAX_JSON} characters")
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the interpreter's limit
+    except RecursionError:  # nesting deeper than the interpreter's limit
+        raise _invalid(f"{field} nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
         raise _invalid(f"{field} is not valid JSON: {exc}") from None
     _strict_json(value, field)
     return value
 
 
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in `value` (a scalar: 0), measured without recursion and
+    no further than one level past `MAX_DEPTH`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_DEPTH:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def _strict_json(value: Any, field: str) -> None:
+    if _nesting(value) > MAX_DEPTH:
+        raise _invalid(f"{field} nests deeper than {MAX_DEPTH} levels")
     try:
         # Python's decoder also takes NaN, Infinity, 1e999 and lone surrogate escapes, which nothing
         # downstream can send on: keep only what encodes back to strict JSON in UTF-8.
@@ -144,21 +183,32 @@ def headers(text: object) -> dict[str, str]:
     return result
 
 
-def command(value: object) -> str:
+def command(value: object, path_env: str) -> str:
+    """An absolute path, or a bare name looked up on `path_env` (`sandbox.resolve_command`, as the
+    CLI does): the program as it will run, an absolute path."""
     if not isinstance(value, str) or not value or "\x00" in value or not _is_unicode(value):
         raise _invalid("command must be a non-empty string")
-    if not os.path.isabs(value):
-        raise _invalid("command must be an absolute path (no PATH lookup, no shell)", command=value[:256])
-    path = Path(value)
+    try:
+        resolved = resolve_command(value, path_env=path_env)
+    except CommandNotFound as exc:
+        raise _invalid(str(exc), command=value[:256]) from None
+    path = Path(resolved)
     try:
         is_file = path.is_file()
     except OSError as exc:  # e.g. a component over NAME_MAX
         raise _invalid(f"command is not a usable path: {exc.strerror}", command=value[:256]) from None
     if not is_file:
-        raise _invalid("command does not exist or is not a file", command=value[:256])
+        hint = _on_path(path.name, path_env)
+        raise _invalid(f"command {value!r} does not exist or is not a file{hint}", command=value[:256])
     if not os.access(path, os.X_OK):
         raise _invalid("command is not executable", command=value[:256])
-    return value
+    return resolved
+
+
+def _on_path(name: str, path_env: str) -> str:
+    """For a guessed absolute path (`/usr/local/bin/npx`): where PATH has a program of that name."""
+    found = shutil.which(name, path=path_env) if name else None
+    return f"; {name} on PATH is {found} (or give just {name!r})" if found else ""
 
 
 def args(text: object) -> tuple[str, ...]:
@@ -212,6 +262,7 @@ def server_spec(
     args_json: object,
     cwd_value: object,
     workspace: Path,
+    path_env: str,
 ) -> HttpServerSpec | StdioServerSpec:
     """Exactly one of url/command; the other kind's fields must be absent."""
     has_url, has_command = _given(url_value, "url"), _given(command_value, "command")
@@ -223,4 +274,4 @@ def server_spec(
         return HttpServerSpec(url=url(url_value), headers=headers(headers_json))
     if _given(headers_json, "headers_json"):
         raise _invalid("headers_json belongs to a url, not a command")
-    return StdioServerSpec(command=command(command_value), args=args(args_json), cwd=cwd(cwd_value, workspace))
+    return StdioServerSpec(command=command(command_value, path_env), args=args(args_json), cwd=cwd(cwd_value, workspace))

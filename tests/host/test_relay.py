@@ -212,7 +212,7 @@ async def test_a_form_elicitation_is_asked_of_the_host_and_its_answer_goes_back(
     async with direct(Host(elicit="Ada")) as client:
         directly = await client.call_tool("ask", {"question": "Your name?"})
     assert first_text(result) == first_text(directly) == "accepted: Ada"
-    assert [params.message for params in host.asked] == ["Your name?"]
+    assert [params.message for params in host.asked] == ["The MCP server 'relay' asks: Your name?"]
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -312,7 +312,7 @@ async def test_a_2026_host_answers_a_handshake_era_elicitation_through_input_req
         first = await client.session.call_tool("mcp_call_tool", call, allow_input_required=True)
         assert isinstance(first, mt.InputRequiredResult)
         (key, ask), = first.input_requests.items()  # type: ignore[union-attr]
-        assert isinstance(ask, mt.ElicitRequest) and ask.params.message == "Your name?"
+        assert isinstance(ask, mt.ElicitRequest) and ask.params.message == "The MCP server 'relay' asks: Your name?"
         answer = {key: mt.ElicitResult(action="accept", content={"value": "Grace"})}
         done = await client.session.call_tool(
             "mcp_call_tool", call, input_responses=answer, request_state=first.request_state, allow_input_required=True
@@ -352,7 +352,7 @@ async def test_a_handshake_host_gets_a_2026_servers_input_required_as_its_own_re
     async with connected(bridge, "handshake", host) as client:
         result = await bridged(client, "guard", {"question": "Your name?"}, server="modern")
     assert first_text(result) == "accepted: Ada (state asked)"
-    assert [params.message for params in host.asked] == ["Your name?"]
+    assert [params.message for params in host.asked] == ["The MCP server 'modern' asks: Your name?"]
 
 
 # -- 4. content passes through within budgets ------------------------------------------------
@@ -479,7 +479,7 @@ async def test_server_everything_elicitation_is_answered_by_the_host(make_bridge
     async with connected(bridge, "2026-07-28", host) as client:
         result = await bridged(client, "trigger-elicitation-request", server="everything")
     assert "- Name: Ada" in text(result)
-    assert host.asked[0].message == "Please provide inputs for the following fields:"
+    assert host.asked[0].message == "The MCP server 'everything' asks: Please provide inputs for the following fields:"
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -509,4 +509,4 @@ async def test_an_elicitation_crosses_the_real_bridge_process_in_both_eras(mode:
             result = await bridged(client, "ask", {"question": "Your name?"})
             assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
     assert first_text(result) == "accepted: Ada"
-    assert [params.message for params in host.asked] == ["Your name?"]
+    assert [params.message for params in host.asked] == ["The MCP server 'relay' asks: Your name?"]

@@ -6,6 +6,10 @@
     dgram PATH    socketpair(AF_UNIX, SOCK_DGRAM), then sendto(PATH): a datagram to a host socket
     udp           the allowed twin: a UDP datagram sent to a socket of its own on the box's loopback
     stream_pair   the allowed twin: a socketpair(AF_UNIX, SOCK_STREAM) carries a byte
+    flood N HOST PORT
+                  open N connections through $HTTPS_PROXY, each asking CONNECT HOST:PORT, hold
+                  them all, print how each was answered ({status: count}), then wait for stdin
+                  to close
 
 Prints one JSON line. Standard library only.
 """
@@ -92,8 +96,29 @@ def stream_pair():
         return b.recv(1).decode()
 
 
+def flood(count, host, port):
+    proxy = os.environ["HTTPS_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
+    held, answers = [], {}
+    for _ in range(int(count)):
+        s = socket.create_connection((proxy[0], int(proxy[1])), timeout=30)
+        held.append(s)
+        try:  # a refusal may be sent, and the connection closed, before the request is written
+            s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\n\r\n".encode())
+            head = s.recv(4096).split(b"\r\n", 1)[0].decode() or "closed"
+        except (BrokenPipeError, ConnectionResetError):
+            head = "closed"
+        status = head.split(" ")[1] if " " in head else head
+        answers[status] = answers.get(status, 0) + 1
+    print(json.dumps({"ok": True, "detail": answers}), flush=True)
+    sys.stdin.read()
+    for s in held:
+        s.close()
+
+
 def main():
     action, *args = sys.argv[1:]
+    if action == "flood":
+        return flood(*args)
     try:
         detail = {"helpers": helpers, "dgram": dgram, "udp": udp, "stream_pair": stream_pair}[action](*args)
         print(json.dumps({"ok": True, "detail": detail}))

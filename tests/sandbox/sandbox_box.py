@@ -129,3 +129,11 @@ class Box:
         proc = self.run(launch)
         assert proc.returncode == 0, f"child failed to start: {proc.stderr}"
         return json.loads(proc.stdout.splitlines()[-1])
+
+
+GIT_ID = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+
+
+def host_git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The host's own git in `repo`, as a developer's `git status` runs it after the child."""
+    return subprocess.run(["git", *GIT_ID, "-C", str(repo), *args], capture_output=True, text=True, check=False)

@@ -14,20 +14,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sandbox_box import Box
+from sandbox_box import Box, host_git
 
 import sandbox.policy
 from sandbox import new_repositories
 from sandbox.repos import scan_roots
 
 pytestmark = pytest.mark.bwrap
-GIT_ID = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
-
-
-def host_git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *GIT_ID, "-C", str(repo), *args], capture_output=True, text=True, check=False)
-
-
 def make_repo(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(path)], check=True)

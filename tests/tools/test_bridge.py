@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import sys
 import textwrap
@@ -400,6 +401,28 @@ def test_with_no_servers_the_listing_says_how_to_add_one(bridge: Bridge) -> None
 # -- registry through the tools --------------------------------------------------------------
 
 
+def test_a_bare_command_name_runs_the_program_path_finds_and_the_reply_shows_it(
+    bridge: Bridge, stdio_args: StdioArgs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, name = os.path.split(sys.executable)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}/usr/bin")
+    added = ok(bridge.add_server("echo", command=name, args_json=stdio_args("echo")))
+    assert isinstance(added.data, AddResult)
+    assert added.data.server.target.startswith(f"{sys.executable} ")
+    assert f"(stdio, runs {sys.executable} " in added.text
+    assert ok(bridge.call_tool("echo", "echo", '{"text": "found"}')).text == "found"
+
+
+def test_an_unknown_bare_command_name_says_where_it_was_looked_for(
+    bridge: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, name = os.path.split(sys.executable)
+    monkeypatch.setenv("PATH", folder)
+    refused = error(bridge.add_server("echo", command=name + "x"), "invalid_argument")
+    assert refused.message.startswith(f"command '{name}x' is not on PATH: looked for '{name}x' in {folder}; did you mean")
+    error(bridge.list_tools("echo"), "unknown_server")
+
+
 def test_adding_an_existing_name_replaces_it(bridge: Bridge) -> None:
     ok(bridge.add_server("web", url="https://one.example/mcp"))
     reply = ok(bridge.add_server("web", url="https://two.example/mcp"))
@@ -451,7 +474,8 @@ def bad_inputs(bridge: Bridge, stdio_args: StdioArgs, outside: str) -> list[Repl
         bridge.add_server("web", url="https://x.example/mcp", headers_json='{"A": "b\\r\\nC: d"}'),
         bridge.add_server("web", url="https://x.example/mcp", headers_json="[1]"),
         bridge.add_server("web", url="https://x.example/mcp", args_json='["x"]'),
-        bridge.add_server("tool", command="python3"),
+        bridge.add_server("tool", command="no-such-mcp-program"),
+        bridge.add_server("tool", command="./python3"),
         bridge.add_server("tool", command=sys.executable, args_json='"not-an-array"'),
         bridge.add_server("tool", command=sys.executable, args_json=stdio_args("echo"), cwd=outside),
         bridge.add_server("tool", command=sys.executable, headers_json='{"A": "b"}'),

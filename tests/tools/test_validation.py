@@ -191,47 +191,71 @@ def _script(path: Path, mode: int) -> Path:
     return path
 
 
+def command(value: object, path_env: str = "") -> str:
+    return validation.command(value, path_env)
+
+
 def test_command_accepts_an_absolute_executable_file(tmp_path: Path) -> None:
     script = _script(tmp_path / "server.sh", 0o755)
-    assert validation.command(str(script)) == str(script)
+    assert command(str(script)) == str(script)
 
 
 def test_command_accepts_the_running_python_interpreter() -> None:
-    assert validation.command(sys.executable) == sys.executable
+    assert command(sys.executable) == sys.executable
 
 
-def test_command_rejects_a_relative_path() -> None:
-    error = rejected(validation.command, "python3")
-    assert "absolute" in error.message
+def test_command_resolves_a_bare_name_on_path_to_the_program_it_will_run(tmp_path: Path) -> None:
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "bin").mkdir()
+    npx = _script(tmp_path / "bin" / "npx", 0o755)
+    assert command("npx", f"{tmp_path / 'sbin'}:{tmp_path / 'bin'}") == str(npx)
+
+
+def test_command_an_unknown_name_says_which_name_it_looked_for_where_and_what_is_close(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    _script(tmp_path / "bin" / "npx", 0o755)
+    _script(tmp_path / "bin" / "npm", 0o644)  # close too, but no program
+    error = rejected(command, "npxx", f"{tmp_path / 'gone'}:{tmp_path / 'bin'}")
+    assert error.message == (
+        f"command 'npxx' is not on PATH: looked for 'npxx' in {tmp_path / 'gone'}, {tmp_path / 'bin'}; did you mean npx?"
+    )
+
+
+def test_command_a_guessed_absolute_path_names_the_program_of_that_name_on_path(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    npx = _script(tmp_path / "bin" / "npx", 0o755)
+    error = rejected(command, str(tmp_path / "local" / "npx"), str(tmp_path / "bin"))
+    assert error.message.endswith(f"does not exist or is not a file; npx on PATH is {npx} (or give just 'npx')")
 
 
 def test_command_rejects_a_relative_path_with_a_directory_part(tmp_path: Path) -> None:
     _script(tmp_path / "server.sh", 0o755)
-    rejected(validation.command, "./server.sh")
+    error = rejected(command, "./server.sh", str(tmp_path))
+    assert "absolute" in error.message
 
 
 def test_command_rejects_a_missing_file(tmp_path: Path) -> None:
-    rejected(validation.command, str(tmp_path / "no-such-server"))
+    rejected(command, str(tmp_path / "no-such-server"))
 
 
 def test_command_rejects_a_directory(tmp_path: Path) -> None:
-    rejected(validation.command, str(tmp_path))
+    rejected(command, str(tmp_path))
 
 
 def test_command_rejects_a_file_without_execute_permission(tmp_path: Path) -> None:
     script = _script(tmp_path / "server.sh", 0o644)
     assert not stat.S_IMODE(script.stat().st_mode) & 0o111
-    error = rejected(validation.command, str(script))
+    error = rejected(command, str(script))
     assert "executable" in error.message
 
 
 @pytest.mark.parametrize("value", ["", None, 7, "/bin/\x00sh"], ids=["empty", "none", "int", "nul"])
 def test_command_rejects_non_strings_and_nul_bytes(value: object) -> None:
-    rejected(validation.command, value)
+    rejected(command, value)
 
 
 def test_command_with_an_overlong_path_component_is_invalid_argument() -> None:
-    rejected(validation.command, "/" + "a" * 300)
+    rejected(command, "/" + "a" * 300)
 
 
 # -- args_json -------------------------------------------------------------------------------
@@ -371,7 +395,7 @@ def test_arguments_json_of_another_type_is_refused(value: object) -> None:
 def _spec(workspace: Path, **values: str | None):
     fields = {"url_value": None, "headers_json": None, "command_value": None, "args_json": None, "cwd_value": None}
     fields.update(values)
-    return validation.server_spec(workspace=workspace, **fields)
+    return validation.server_spec(workspace=workspace, path_env="", **fields)
 
 
 def test_url_alone_makes_an_http_spec_with_its_headers(workspace: Path) -> None:

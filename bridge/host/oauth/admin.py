@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from bridge.host.oauth.state import ClientRecord, OAuthState
 from bridge.host.oauth.store import OAuthStore
+from bridge.wording import escaped, quoted
 
 
 def _when(timestamp: float | None) -> datetime | None:
@@ -23,6 +24,7 @@ def _when(timestamp: float | None) -> datetime | None:
 class PendingView(BaseModel):
     """A consent request waiting for its code."""
 
+    name: str
     client_id: str
     client_name: str | None
     redirect_uri: str
@@ -59,12 +61,13 @@ def _client_view(state: OAuthState, client_id: str, record: ClientRecord) -> Cli
 
 
 def list_pending(state_dir: Path) -> list[PendingView]:
-    """Requests still waiting for the owner, oldest first."""
+    """Requests still waiting for the owner, newest first (the one just started is on top)."""
     now = time.time()
     waiting = sorted((p for p in OAuthStore(state_dir).read().pending.values() if p.expires_at > now),
-                     key=lambda p: p.created_at)
+                     key=lambda p: p.created_at, reverse=True)
     return [
         PendingView(
+            name=p.name,
             client_id=p.client_id,
             client_name=p.client_name,
             redirect_uri=p.redirect_uri,
@@ -77,8 +80,10 @@ def list_pending(state_dir: Path) -> list[PendingView]:
 
 
 def list_clients(state_dir: Path) -> list[ClientView]:
-    """Every known client, first registered first."""
-    state = OAuthStore(state_dir).read()
+    """Every known client, first registered first (not those the next write forgets: registered
+    over a day ago and never paired)."""
+    state = OAuthStore(state_dir).read().model_copy(deep=True)
+    state.purge(time.time())
     ordered = sorted(state.clients.items(), key=lambda item: item[1].registered_at)
     return [_client_view(state, cid, record) for cid, record in ordered]
 
@@ -93,8 +98,8 @@ def revoke_client(state_dir: Path, client: str) -> ClientView:
             cid for cid, rec in state.clients.items() if rec.info.client_name == client
         ]
         if len(matches) != 1:
-            found = "no client" if not matches else f"{len(matches)} clients ({', '.join(matches)})"
-            raise LookupError(f"{found} answer(s) to {client!r}; give a client ID from `mcp-bridge auth clients`")
+            found = "no client" if not matches else f"{len(matches)} clients ({', '.join(map(escaped, matches))})"
+            raise LookupError(f"{found} answer(s) to {quoted(client)}; give a client ID from `mcp-bridge auth clients`")
         view = _client_view(state, matches[0], state.clients[matches[0]])
         state.revoke_client(matches[0])
     return view

@@ -1,8 +1,9 @@
 """The owner's consent: an authorization request waits until the owner types its pairing code.
 
 `/authorize` (the SDK's handler, then `open`) files a pending request and sends the browser to
-`/oauth/consent?request=<id>`. The bridge logs the request's pairing code; the owner reads it there
-or with `mcp-bridge auth pending` and types it into the page. A right code turns the request into
+`/oauth/consent?request=<id>`. The bridge logs the request's short name ("amber-falcon") and pairing
+code; the owner reads them there or with `mcp-bridge auth pending` (newest first) and types the code
+of the name the page shows. A right code turns the request into
 an authorization code and redirects to the client's registered redirect URI with `code` and
 `state`; too many wrong codes or a code past its lifetime refuse the request (`access_denied`).
 
@@ -18,16 +19,14 @@ import logging
 import secrets
 import time
 
-from mcp.server.auth.provider import (
-    AuthorizationParams,
-    AuthorizeError,
-    construct_redirect_uri,
-)
+from mcp.server.auth.provider import AuthorizationParams, construct_redirect_uri
 from mcp.shared.auth import OAuthClientInformationFull
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from bridge.host.oauth.consent_page import consent_response, error_response
+from bridge.host.oauth.limits import MAX_PENDING_PER_SOURCE
+from bridge.host.oauth.request_names import new_request_name
 from bridge.host.oauth.settings import OAuthSettings
 from bridge.host.oauth.state import CodeRecord, OAuthState, PendingRequest, digest
 from bridge.host.oauth.store import OAuthStore
@@ -38,6 +37,7 @@ CONSENT_PATH = "/oauth/consent"
 # No 0/O, 1/I/L, U: a code read from a terminal is typed without doubt.
 _CODE_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ23456789"
 _CODE_HALF = 4
+MAX_LOGGED = 200  # characters of a client-chosen redirect URI in a log line
 
 
 def new_pairing_code() -> str:
@@ -62,11 +62,17 @@ class ConsentFlow:
         self.store = store
         self.page_url = str(settings.base_url).rstrip("/") + CONSENT_PATH
 
-    async def open(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
-        """File the request, log its code, and return the consent page's URL for the browser."""
+    async def open(self, client: OAuthClientInformationFull, params: AuthorizationParams, source: str) -> str:
+        """File the request, log its name and code, and return the consent page's URL for the browser.
+
+        It ends the same client's earlier requests from the same source (abandoned: a client that
+        starts again has given up on them) and, past the bounds, the oldest of the source holding
+        the most (`limits.py`); it never refuses, so a flood cannot keep the owner from pairing.
+        """
         request_id = secrets.token_urlsafe(32)
         now = time.time()
         pending = PendingRequest(
+            source=source,
             client_id=client.client_id,
             client_name=client.client_name,
             redirect_uri=str(params.redirect_uri),
@@ -81,21 +87,23 @@ class ConsentFlow:
             attempts_left=self.settings.pairing_code_attempts,
         )
 
-        def file(state: OAuthState) -> bool:
+        def file(state: OAuthState) -> list[PendingRequest]:
             state.purge(now)
-            if len(state.pending) >= self.settings.max_pending_requests:
-                return False
-            state.pending[digest(request_id)] = pending
-            return True
+            pending.name = new_request_name({p.name for p in state.pending.values()})
+            return state.admit_pending(
+                digest(request_id), pending, self.settings.max_pending_requests, MAX_PENDING_PER_SOURCE
+            )
 
-        if not await self.store.change(file):
-            raise AuthorizeError("temporarily_unavailable", "Too many requests are waiting for the owner.")
+        for ended in await self.store.change(file):
+            logger.info("OAuth: request %s of client %r ended: a newer request took its place",
+                        ended.name, ended.client_name or ended.client_id)
         # repr() keeps a client-chosen name from forging log lines.
         logger.warning(
-            "OAuth: client %r (redirect %r) asks to connect; pairing code %s, valid %d min "
+            "OAuth: request %s: client %r (redirect %r) asks to connect; pairing code %s, valid %d min "
             "(also shown by `mcp-bridge auth pending`)",
+            pending.name,
             pending.client_name or pending.client_id,
-            pending.redirect_uri,
+            pending.redirect_uri[:MAX_LOGGED],
             pending.pairing_code,
             max(1, round(self.settings.pairing_code_ttl_s / 60)),
         )
@@ -105,7 +113,7 @@ class ConsentFlow:
         """GET shows the form; POST checks the code."""
         if request.method == "GET":
             request_id = request.query_params.get("request", "")
-            pending = self.store.read().pending.get(digest(request_id))
+            pending = (await self.store.read_async()).pending.get(digest(request_id))
             if pending is None:
                 return error_response("This authorization request is unknown, finished or expired.", 404)
             if pending.expires_at <= time.time():
@@ -153,13 +161,15 @@ class ConsentFlow:
         if pending is None:
             return error_response("This authorization request is unknown, finished or expired.", 404)
         if outcome == "approved":
-            logger.warning("OAuth: the owner allowed client %r", pending.client_name or pending.client_id)
+            logger.warning("OAuth: request %s: the owner allowed client %r", pending.name,
+                           pending.client_name or pending.client_id)
             return _redirect(pending, code=code)
         if outcome == "wrong":
             left = f"That code is wrong; {pending.attempts_left} attempt(s) left."
             return consent_response(pending, request_id, self._action(request_id), left, status_code=400)
         reason = "Too many wrong pairing codes." if outcome == "exhausted" else "The pairing code expired."
-        logger.warning("OAuth: refused client %r: %s", pending.client_name or pending.client_id, reason)
+        logger.warning("OAuth: request %s: refused client %r: %s", pending.name,
+                       pending.client_name or pending.client_id, reason)
         return _redirect(pending, error="access_denied", error_description=reason)
 
     async def _refuse(self, request_id: str, pending: PendingRequest, reason: str) -> Response:

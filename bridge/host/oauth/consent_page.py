@@ -46,11 +46,13 @@ def consent_response(
     notice = f"<p role=alert><strong>{escape(problem)}</strong></p>" if problem else ""
     body = (
         f"{notice}<p><strong>{escape(name)}</strong> asks to use this MCP bridge.</p>"
-        f"<p>Client ID: <code>{escape(pending.client_id)}</code><br>"
+        f"<p>Request: <strong>{escape(pending.name)}</strong><br>"
+        f"Client ID: <code>{escape(pending.client_id)}</code><br>"
         f"It will be sent back to: <code>{escape(pending.redirect_uri)}</code><br>"
         f"Scopes: <code>{escape(scopes)}</code></p>"
-        "<p>If you started this, enter the pairing code the bridge printed to its log "
-        "(or run <code>mcp-bridge auth pending</code>). Otherwise close this page.</p>"
+        f"<p>If you started this, enter the pairing code of request <strong>{escape(pending.name)}</strong> "
+        "that the bridge printed to its log (or run <code>mcp-bridge auth pending</code>). "
+        "Otherwise close this page.</p>"
         f'<form method=post action="{escape(action_url)}">'
         f'<input type=hidden name=request value="{escape(request_id)}">'
         '<label>Pairing code <input name=code autocomplete=off autofocus required></label> '

@@ -16,6 +16,8 @@ Written here, and why:
 - public clients only: a dynamic registration asking for a client secret gets
   `token_endpoint_auth_method: none` instead (RFC 7591 lets the server substitute), so no client
   secret is ever stored; PKCE protects the code;
+- everything a stranger can make it read or keep bounded, oldest unused evicted first, so a flood
+  cannot lock the owner out (`limits.py`);
 - refresh tokens on every grant, rotated on each use; a rotated token used again revokes its
   family;
 - metadata that says so: `token_endpoint_auth_methods_supported: ["none"]`,
@@ -31,6 +33,7 @@ import time
 
 from fastmcp.server.auth.auth import AccessToken, OAuthProvider, TokenHandler
 from fastmcp.server.auth.cimd import CIMDFetchError
+from fastmcp.server.dependencies import get_http_request
 from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.handlers.token import TokenErrorResponse
 from mcp.server.auth.json_response import PydanticJSONResponse
@@ -52,12 +55,22 @@ from mcp.server.auth.routes import (
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from pydantic import AnyHttpUrl, AnyUrl, ValidationError
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from bridge.host.oauth.cimd import DEFAULT_SCOPE, CIMDClients
 from bridge.host.oauth.consent import CONSENT_PATH, ConsentFlow
+from bridge.host.oauth.limits import (
+    MAX_CLIENTS,
+    MAX_CODE_CHALLENGE,
+    MAX_STATE,
+    MAX_UNUSED_CLIENTS_PER_SOURCE,
+    BodyLimit,
+    metadata_problem,
+    request_source,
+)
 from bridge.host.oauth.redirects import redirect_uris_problem
 from bridge.host.oauth.settings import OAuthSettings
 from bridge.host.oauth.state import ClientRecord, OAuthState, TokenRecord, digest
@@ -71,14 +84,13 @@ CIMD_REFRESH_S = 3600
 ROTATED_KEEP_S = 7 * 86400
 # How often a client's "last used" time is written from the request path.
 LAST_USED_EVERY_S = 300
-# Registration (DCR or CIMD) is unauthenticated: unused clients expire, and their number is bounded.
-UNUSED_CLIENT_S = 86400
-MAX_CLIENTS = 64
 _ACCESS_PREFIX = "mcpb_at_"
 _REFRESH_PREFIX = "mcpb_rt_"
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 OPENID_METADATA_PATH = "/.well-known/openid-configuration"
 ROOT_RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
+# The endpoints that read a body a stranger sends.
+BOUNDED_PATHS = frozenset({"/register", "/token", "/revoke", "/authorize", CONSENT_PATH})
 
 
 class BridgeOAuthProvider(OAuthProvider):
@@ -101,9 +113,9 @@ class BridgeOAuthProvider(OAuthProvider):
 
     # -- the store -----------------------------------------------------------------------------
 
-    def _read(self) -> OAuthState:
+    async def _read(self) -> OAuthState:
         try:
-            return self.store.read()
+            return await self.store.read_async()
         except StoreUnreadable as exc:
             logger.error("OAuth: %s; no token is accepted until it is fixed or removed", exc)
             return OAuthState()
@@ -123,7 +135,7 @@ class BridgeOAuthProvider(OAuthProvider):
     # -- clients -------------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        record = self._read().clients.get(client_id)
+        record = (await self._read()).clients.get(client_id)
         if not self.cimd.names_document(client_id):
             return record.info if record else None
         if record and record.fetched_at and time.time() - record.fetched_at < CIMD_REFRESH_S:
@@ -136,19 +148,24 @@ class BridgeOAuthProvider(OAuthProvider):
         if info is None:
             return None
 
+        problem = metadata_problem(info)
+        if problem:
+            logger.warning("OAuth: CIMD document %r refused: %s", client_id, problem)
+            return None
+        source = request_source(_current_request())
+
         def keep(state: OAuthState) -> bool:
             now = time.time()
             known = state.clients.get(client_id)
-            if known is None and not state.make_room_for_client(now, UNUSED_CLIENT_S, MAX_CLIENTS):
-                return False
-            state.clients[client_id] = ClientRecord(
+            record = ClientRecord(
                 info=info,
                 kind="cimd",
                 registered_at=known.registered_at if known else now,
                 last_used_at=known.last_used_at if known else None,
                 fetched_at=now,
+                source=known.source if known else source,
             )
-            return True
+            return state.admit_client(client_id, record, MAX_CLIENTS, MAX_UNUSED_CLIENTS_PER_SOURCE)
 
         if not await self.store.change(keep):
             logger.warning("OAuth: CIMD client %s refused: too many clients are registered", client_id)
@@ -161,33 +178,44 @@ class BridgeOAuthProvider(OAuthProvider):
         )
         if problem:
             raise RegistrationError("invalid_redirect_uri", problem)
+        problem = metadata_problem(client_info)
+        if problem:
+            raise RegistrationError("invalid_client_metadata", problem)
         # The SDK's handler answers with this very object, so the substitution reaches the client.
         client_info.token_endpoint_auth_method = "none"
         client_info.client_secret = None
         client_info.client_secret_expires_at = None
 
+        record = ClientRecord(
+            info=client_info, kind="dcr", registered_at=time.time(), source=request_source(_current_request())
+        )
+
         def add(state: OAuthState) -> bool:
-            now = time.time()
-            if not state.make_room_for_client(now, UNUSED_CLIENT_S, MAX_CLIENTS):
-                return False
-            state.clients[client_info.client_id] = ClientRecord(info=client_info, kind="dcr", registered_at=now)
-            return True
+            return state.admit_client(client_info.client_id, record, MAX_CLIENTS, MAX_UNUSED_CLIENTS_PER_SOURCE)
 
         if not await self.store.change(add):
-            raise RegistrationError("invalid_client_metadata", "Too many clients are registered.")
+            raise RegistrationError(
+                "invalid_client_metadata",
+                f"All {MAX_CLIENTS} clients this bridge keeps are in use; its owner can free one with "
+                "`mcp-bridge auth revoke`.",
+            )
 
     # -- authorization -------------------------------------------------------------------------
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         if not self.resource_matches(params.resource):
             raise AuthorizeError("invalid_target", f"This server is the resource {self._resource_url}.")
-        return await self.consent.open(client, params)
+        if len(params.state or "") > MAX_STATE or len(params.code_challenge) > MAX_CODE_CHALLENGE:
+            raise AuthorizeError(
+                "invalid_request", f"state is limited to {MAX_STATE} characters, code_challenge to {MAX_CODE_CHALLENGE}."
+            )
+        return await self.consent.open(client, params, request_source(_current_request()))
 
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> AuthorizationCode | None:
         key = digest(authorization_code)
-        record = self._read().codes.get(key)
+        record = (await self._read()).codes.get(key)
         if record is None or record.client_id != client.client_id:
             return None
         if record.used:
@@ -251,7 +279,7 @@ class BridgeOAuthProvider(OAuthProvider):
         await self.store.change(lambda state: state.revoke_family(family))
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        record = self._read().tokens.get(digest(refresh_token))
+        record = (await self._read()).tokens.get(digest(refresh_token))
         if record is None or record.kind != "refresh" or record.client_id != client.client_id:
             return None
         if record.rotated:
@@ -292,7 +320,7 @@ class BridgeOAuthProvider(OAuthProvider):
         return tokens
 
     async def load_access_token(self, token: str) -> AccessToken | None:
-        state = self._read()
+        state = await self._read()
         record = state.tokens.get(digest(token))
         now = time.time()
         if (
@@ -316,9 +344,15 @@ class BridgeOAuthProvider(OAuthProvider):
         )
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
-        record = self._read().tokens.get(digest(token.token))
+        record = (await self._read()).tokens.get(digest(token.token))
         if record is not None:
             await self.store.change(lambda state: state.revoke_family(record.family))
+
+    # -- routes ---------------------------------------------------------------------------------
+
+    def get_middleware(self) -> list[Middleware]:
+        """FastMCP's authentication middleware, behind a bound on the OAuth endpoints' bodies."""
+        return [Middleware(BodyLimit, paths=BOUNDED_PATHS), *super().get_middleware()]
 
     # -- routes --------------------------------------------------------------------------------
 
@@ -372,6 +406,14 @@ class ResourceBoundTokenHandler(TokenHandler):
                     headers={"Cache-Control": "no-store", "Pragma": "no-cache"},
                 )
         return await super().handle(request)
+
+
+def _current_request() -> Request | None:
+    """The HTTP request being served (FastMCP keeps it in a context variable), or None outside one."""
+    try:
+        return get_http_request()
+    except RuntimeError:
+        return None
 
 
 def _touch(state: OAuthState, client_id: str, now: float) -> None:

@@ -30,8 +30,9 @@ class OAuthSettings(BaseModel):
     pairing_code_ttl_s: float = Field(default=300, gt=0, le=3600)
     pairing_code_attempts: int = Field(default=5, ge=1, le=20)
     max_pending_requests: int = Field(
-        default=16, ge=1, le=256, description="Consent requests waiting at once; more are refused, so "
-        "nobody can flood the owner's log or guess codes across many requests."
+        default=16, ge=1, le=256, description="Consent requests waiting at once; a new one past it ends the "
+        "oldest of the source holding the most (`limits.py`), so nobody can flood the owner's log, guess codes "
+        "across many requests, or keep the owner's own request from being filed."
     )
     authorization_code_ttl_s: float = Field(default=300, gt=0, le=600)
     access_token_ttl_s: int = Field(default=3600, ge=60, le=86400)

@@ -17,6 +17,8 @@ from typing import Literal
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import BaseModel, Field
 
+from bridge.host.oauth.limits import UNKNOWN_SOURCE, UNUSED_CLIENT_S
+
 
 def digest(secret: str) -> str:
     """The key a secret is stored under."""
@@ -31,11 +33,14 @@ class ClientRecord(BaseModel):
     registered_at: float
     last_used_at: float | None = None
     fetched_at: float | None = Field(default=None, description="When the CIMD document was last read.")
+    source: str = Field(default=UNKNOWN_SOURCE, description="Who registered it (`limits.request_source`).")
 
 
 class PendingRequest(BaseModel):
     """An authorization request waiting for the owner's pairing code (keyed by the request id's hash)."""
 
+    name: str = Field(default="", description="A short name the page and `auth pending` both show.")
+    source: str = UNKNOWN_SOURCE
     client_id: str
     client_name: str | None
     redirect_uri: str
@@ -86,21 +91,57 @@ class OAuthState(BaseModel):
     tokens: dict[str, TokenRecord] = Field(default_factory=dict)
 
     def purge(self, now: float) -> None:
-        """Forget what has expired, so the file stays small."""
+        """Forget what has expired, and clients that never got a token within `UNUSED_CLIENT_S`."""
         self.pending = {k: v for k, v in self.pending.items() if v.expires_at > now}
         self.codes = {k: v for k, v in self.codes.items() if v.expires_at > now}
         self.tokens = {k: v for k, v in self.tokens.items() if v.expires_at > now}
+        for client_id in [c for c, rec in self.clients.items() if _stale(rec, now)]:
+            self.revoke_client(client_id)
 
-    def make_room_for_client(self, now: float, unused_after_s: float, most: int) -> bool:
-        """Forget clients that never got a token within `unused_after_s`; whether one more fits under `most`.
+    def admit_client(self, client_id: str, record: ClientRecord, most: int, per_source: int) -> bool:
+        """Keep `record`, making room by forgetting unused clients (module `limits`); False when
+        every client kept has a token and none may go."""
+        if client_id not in self.clients:
+            own = self._unused(record.source)
+            if len(own) >= per_source:
+                self.revoke_client(own[0])
+            while len(self.clients) >= most:
+                by_source: dict[str, list[str]] = {}
+                for cid in self._unused(None):
+                    by_source.setdefault(self.clients[cid].source, []).append(cid)
+                if not by_source:
+                    return False
+                self.revoke_client(max(by_source.values(), key=len)[0])
+        self.clients[client_id] = record
+        return True
 
-        Registration is open to anyone who can reach the bridge, so what it may leave behind is bounded.
-        """
-        self.clients = {
-            cid: rec for cid, rec in self.clients.items()
-            if rec.last_used_at is not None or now - rec.registered_at < unused_after_s
-        }
-        return len(self.clients) < most
+    def _unused(self, source: str | None) -> list[str]:
+        """Clients that never got a token (of `source`, or all), least recently active first."""
+        active: dict[str, float] = {}
+        for pending in self.pending.values():
+            active[pending.client_id] = max(active.get(pending.client_id, 0.0), pending.created_at)
+        unused = [
+            cid for cid, rec in self.clients.items()
+            if rec.last_used_at is None and (source is None or rec.source == source)
+        ]
+        return sorted(unused, key=lambda cid: max(self.clients[cid].registered_at, active.get(cid, 0.0)))
+
+    def admit_pending(self, key: str, pending: PendingRequest, most: int, per_source: int) -> list[PendingRequest]:
+        """File `pending`; what it ends: the same client's earlier requests from the same source
+        (abandoned), then the oldest of its source past `per_source`, then the oldest of the source
+        holding the most past `most`."""
+        ended = [k for k, p in self.pending.items() if (p.client_id, p.source) == (pending.client_id, pending.source)]
+        gone = [self.pending.pop(k) for k in ended]
+        own = sorted((k for k, p in self.pending.items() if p.source == pending.source),
+                     key=lambda k: self.pending[k].created_at)
+        gone += [self.pending.pop(k) for k in own[: max(0, len(own) - per_source + 1)]]
+        while len(self.pending) >= most:
+            by_source: dict[str, list[str]] = {}
+            for k in sorted(self.pending, key=lambda k: self.pending[k].created_at):
+                by_source.setdefault(self.pending[k].source, []).append(k)
+            gone.append(self.pending.pop(max(by_source.values(), key=len)[0]))
+        self.pending[key] = pending
+        return gone
 
     def revoke_family(self, family: str) -> None:
         """Every token of one authorization, and the code it came from."""
@@ -114,3 +155,8 @@ class OAuthState(BaseModel):
         self.codes = {k: v for k, v in self.codes.items() if v.client_id != client_id}
         self.pending = {k: v for k, v in self.pending.items() if v.client_id != client_id}
         return known
+
+
+def _stale(record: ClientRecord, now: float) -> bool:
+    """Registered over `UNUSED_CLIENT_S` ago and never given a token: a pairing never completed."""
+    return record.last_used_at is None and now - record.registered_at >= UNUSED_CLIENT_S

@@ -2,7 +2,8 @@
 
 It is a `bridge.store.json_file.JsonFile`: writes under an exclusive lock, re-read under it,
 published atomically through a 0600 temp file; reads cached by file identity, so a revocation
-made by another process is seen on the very next read and an unchanged file costs one `stat`.
+made by another process is seen on the very next read and an unchanged file costs one `stat`;
+the request path parses a changed file in a worker thread (`read_async`).
 A file that cannot be parsed is never overwritten; reads report it as `StoreUnreadable`.
 """
 
@@ -44,6 +45,14 @@ class OAuthStore:
             return self._file.read() or OAuthState()
         except Unreadable as exc:
             raise StoreUnreadable(str(exc)) from None
+
+    async def read_async(self) -> OAuthState:
+        """`read` for the event loop: from the cache when the file is unchanged, else parsed in a
+        worker thread (right after a write the file is parsed again, see `JsonFile`)."""
+        cached = self._file.cached()
+        if cached is not None:
+            return cached
+        return await anyio.to_thread.run_sync(self.read)
 
     @contextmanager
     def update(self) -> Iterator[OAuthState]:

@@ -134,6 +134,13 @@ def form_fields(html: str) -> dict[str, str]:
     return fields
 
 
+def page_request_name(html: str) -> str:
+    """The request name the consent page shows."""
+    found = re.search(r"Request: <strong>([a-z]+-[a-z]+)</strong>", html)
+    assert found, html
+    return found.group(1)
+
+
 def redirect_params(response: httpx.Response) -> dict[str, str]:
     assert response.status_code == 302, (response.status_code, response.text)
     return {k: v[0] for k, v in parse_qs(urlsplit(response.headers["location"]).query).items()}
@@ -301,11 +308,17 @@ class DocumentServer:
 # -- a client written by hand, for what the SDK's client would never send ---------------------------
 
 
-def register(served: ServedBridge, **metadata: Any) -> httpx.Response:
-    """A dynamic registration (RFC 7591) of a public client, with `metadata` on top."""
+def through_tunnel(source: str | None) -> dict[str, str]:
+    """The header a tunnel on this machine adds naming who it relays (none: a direct loopback caller)."""
+    return {} if source is None else {"X-Forwarded-For": source}
+
+
+def register(served: ServedBridge, source: str | None = None, **metadata: Any) -> httpx.Response:
+    """A dynamic registration (RFC 7591) of a public client, with `metadata` on top, from `source`."""
     body = {"client_name": "raw client", "redirect_uris": [LOOPBACK_REDIRECT], "token_endpoint_auth_method": "none",
             "grant_types": ["authorization_code", "refresh_token"], **metadata}
-    return httpx.post(f"{served.base_url}/register", json=body, trust_env=False, timeout=10)
+    return httpx.post(f"{served.base_url}/register", json=body, headers=through_tunnel(source), trust_env=False,
+                      timeout=10)
 
 
 @dataclass
@@ -315,15 +328,19 @@ class RawClient:
     served: ServedBridge
     client_id: str
     redirect_uri: str = LOOPBACK_REDIRECT
+    source: str | None = None
     verifier: str = field(default_factory=lambda: secrets.token_urlsafe(48))
-    browser: httpx.Client = field(default_factory=lambda: httpx.Client(follow_redirects=False, trust_env=False))
+    browser: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.browser = httpx.Client(follow_redirects=False, trust_env=False, headers=through_tunnel(self.source))
 
     @classmethod
-    def registered(cls, served: ServedBridge, **metadata: Any) -> RawClient:
-        response = register(served, **metadata)
+    def registered(cls, served: ServedBridge, source: str | None = None, **metadata: Any) -> RawClient:
+        response = register(served, source, **metadata)
         assert response.status_code == 201, response.text
         info = response.json()
-        return cls(served, info["client_id"], info["redirect_uris"][0])
+        return cls(served, info["client_id"], info["redirect_uris"][0], source)
 
     @property
     def challenge(self) -> str:
@@ -347,8 +364,8 @@ class RawClient:
         return self.browser.post(action, data={k: v for k, v in fields.items() if k != "_action"} | {"code": code})
 
     def token(self, **form: str) -> httpx.Response:
-        return httpx.post(f"{self.served.base_url}/token", data={"client_id": self.client_id, **form},
-                          trust_env=False, timeout=10)
+        return self.browser.post(f"{self.served.base_url}/token", data={"client_id": self.client_id, **form},
+                                 timeout=10)
 
     def exchange(self, code: str, **form: str) -> httpx.Response:
         return self.token(**{"grant_type": "authorization_code", "code": code, "redirect_uri": self.redirect_uri,
@@ -361,7 +378,7 @@ class RawClient:
     def tokens_by_consent(self, state_dir: Path) -> dict[str, Any]:
         """The whole flow, by hand: consent with the right code, then the code exchange's JSON."""
         _page, fields = self.open_consent()
-        (pending,) = [p for p in list_pending(state_dir) if p.client_id == self.client_id]
+        (pending,) = [p for p in list_pending(state_dir) if p.name == page_request_name(_page.text)]
         code = redirect_params(self.submit(fields, pending.pairing_code))["code"]
         response = self.exchange(code)
         assert response.status_code == 200, response.text

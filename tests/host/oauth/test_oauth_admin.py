@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -73,7 +74,7 @@ def test_concurrent_writers_lose_no_update(tmp_path: Path) -> None:
         for i in range(10):
             with store.update() as state:
                 info = OAuthClientInformationFull(client_id=f"c{n}-{i}", redirect_uris=[LOOPBACK_REDIRECT])
-                state.clients[info.client_id] = ClientRecord(info=info, kind="dcr", registered_at=0)
+                state.clients[info.client_id] = ClientRecord(info=info, kind="dcr", registered_at=time.time())
 
     writers = [threading.Thread(target=add, args=(n,)) for n in range(4)]
     for w in writers:
@@ -84,12 +85,20 @@ def test_concurrent_writers_lose_no_update(tmp_path: Path) -> None:
     assert len(OAuthStore(tmp_path).read().clients) == 40
 
 
-def test_clients_that_never_got_a_token_make_room_for_new_ones() -> None:
+def test_a_full_table_forgets_the_oldest_unused_client_of_the_busiest_source() -> None:
     state = OAuthState()
-    for n, used in enumerate([None, 5.0, None]):
-        info = OAuthClientInformationFull(client_id=f"c{n}", redirect_uris=[LOOPBACK_REDIRECT])
-        state.clients[info.client_id] = ClientRecord(info=info, kind="dcr", registered_at=0, last_used_at=used)
 
-    assert not state.make_room_for_client(now=10, unused_after_s=100, most=3)  # all still young
-    assert state.make_room_for_client(now=1000, unused_after_s=100, most=3)
-    assert list(state.clients) == ["c1"]
+    def record(source: str, registered_at: float, used: float | None = None) -> ClientRecord:
+        info = OAuthClientInformationFull(client_id="x", redirect_uris=[LOOPBACK_REDIRECT])
+        return ClientRecord(info=info, kind="dcr", registered_at=registered_at, last_used_at=used, source=source)
+
+    state.admit_client("paired", record("owner", 0, used=1), most=4, per_source=2)
+    state.admit_client("a1", record("a", 1), most=4, per_source=2)
+    state.admit_client("b1", record("b", 2), most=4, per_source=2)
+    state.admit_client("a2", record("a", 3), most=4, per_source=2)
+    assert state.admit_client("a3", record("a", 4), most=4, per_source=2)  # source a's own oldest goes
+    assert sorted(state.clients) == ["a2", "a3", "b1", "paired"]
+    assert state.admit_client("new", record("owner", 5), most=4, per_source=2)  # the busiest source pays
+    assert sorted(state.clients) == ["a3", "b1", "new", "paired"]
+    state.clients = {cid: rec.model_copy(update={"last_used_at": 9}) for cid, rec in state.clients.items()}
+    assert not state.admit_client("late", record("c", 6), most=4, per_source=2)  # every one has a token

@@ -115,9 +115,9 @@ def test_a_pending_request_shows_its_code_in_the_cli_as_in_the_log(dirs: dict[st
                  "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "code_challenge_method": "S256",
                  "state": "s", "resource": running.url}
         assert httpx.get(f"{base}/authorize", params=query, trust_env=False, timeout=30).status_code == 302
-        code = running.wait_for_line(PAIRING).group(1)
+        logged = running.wait_for_line(r"request ([a-z]+-[a-z]+): client 'Raw' .* " + PAIRING)
         pending = subprocess.run([BRIDGE, "auth", "pending"], env=env, capture_output=True, text=True, timeout=60)
-    assert code in pending.stdout and "'Raw'" in pending.stdout
+    assert pending.stdout.startswith(f"{logged.group(1)}  {logged.group(2)}  'Raw' ")
 
 
 async def test_a_chatgpt_like_client_connects_by_cimd_with_its_user_agent_and_redirect_uri(

@@ -76,18 +76,6 @@ def test_an_expired_code_refuses_the_request(serve) -> None:
     assert refused["error"] == "access_denied" and refused["error_description"] == "The pairing code expired."
 
 
-def test_pending_requests_are_bounded(serve) -> None:
-    served = serve(max_pending_requests=2)
-    client = RawClient.registered(served)
-    assert client.authorize().status_code == 302
-    assert client.authorize().status_code == 302
-
-    third = redirect_params(client.authorize())
-
-    assert third["error"] == "temporarily_unavailable"
-    assert len(list_pending(served.state_dir)) == 2
-
-
 async def test_the_owner_can_read_the_code_from_the_log(serve, state_dir, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="mcp_bridge.oauth")
 
