@@ -8,9 +8,33 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandbox.environment import steers_the_child
 from sandbox.network import NetworkSetting, normalize_hosts
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a server's name, in both layers
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+ENV_REFERENCE = re.compile(r"\$\{env:([^}]*)\}")
+
+
+def env_reference(value: str) -> str | None:
+    """The NAME of a value that is exactly one `${env:NAME}`; None for anything else (a literal)."""
+    match = ENV_REFERENCE.fullmatch(value)
+    return match.group(1) if match is not None and ENV_NAME.fullmatch(match.group(1)) else None
+
+
+LITERAL_REFUSED = "a value must be a reference ${env:NAME}, never the value itself"
+
+
+def secret_env_problem(variable: str, reference: object) -> str | None:
+    """Why a stdio server's `secret_env` cannot hold `variable: reference`; None when it can."""
+    if not ENV_NAME.fullmatch(variable):
+        return "not a variable name"
+    if steers_the_child(variable):
+        return "the sandbox sets it, or it steers a loader"
+    if not isinstance(reference, str) or env_reference(reference) is None:
+        return LITERAL_REFUSED
+    return None
+
 
 class ToolPolicy(BaseModel):
     """Which downstream tools of a server may be called; set per server in `config.MCP_SERVERS` only.
@@ -126,6 +150,11 @@ class StdioServerSpec(_Spec):
     args: tuple[str, ...] = ()
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    secret_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Variables the child gets from the bridge's environment, each as ${env:NAME}: stored as the "
+        "reference, resolved at each start for the names MCP_SECRET_ENV_ALLOW binds to this server.",
+    )
     network: NetworkSetting | None = Field(
         None, description="deny, allow, registry, or a list of host names; None: MCP_SANDBOX_NETWORK (launchers: registry)."
     )
@@ -141,6 +170,14 @@ class StdioServerSpec(_Spec):
         """A list names hosts: normalised, IP literals refused."""
         if isinstance(value, list | tuple):
             return normalize_hosts([str(host) for host in value])
+        return value
+
+    @field_validator("secret_env")
+    @classmethod
+    def _references_only(cls, value: dict[str, str]) -> dict[str, str]:
+        for variable, reference in value.items():
+            if (problem := secret_env_problem(variable, reference)) is not None:
+                raise ValueError(f"{variable[:64]!r}: {problem}")
         return value
 
     @field_validator("read_paths", "write_paths", "git_write_paths")
