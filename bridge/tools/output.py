@@ -29,7 +29,7 @@ from bridge.models import (
     ToolSummary,
 )
 from bridge.tools import drift
-from bridge.wording import count, escaped, escaped_lines, one_line, shown_name
+from bridge.wording import count, escaped, escaped_lines, one_line, quoted, shown_name
 
 _SHORTENED = "…"
 _NOT_CALLABLE = "[not callable]"
@@ -100,18 +100,18 @@ def found(
     query: str, matches: list[Match], searched: list[str], not_indexed: list[NotIndexed], max_chars: int
 ) -> tuple[SearchResult, str]:
     """One line a match, best first; what could not be searched, and why, comes first, so no cut
-    drops it; descriptions give way first."""
-    lines = [f"Not searched: {item.server} ({item.reason})." for item in not_indexed]
+    drops it; descriptions give way first. Foreign names and text are escaped onto their line."""
+    lines = [f"Not searched: {shown_name(item.server)} ({one_line(item.reason)})." for item in not_indexed]
     if not matches:
-        lines.append(f"No tools match {query!r} in {count(len(searched), 'server')}.")
+        lines.append(f"No tools match {quoted(query, 200)} in {count(len(searched), 'server')}.")
         data = SearchResult(query=query, matches=[], servers_searched=searched, servers_not_indexed=not_indexed)
         return data, "\n".join(lines)
     lines.append(
         f"{len(matches)} {'match' if len(matches) == 1 else 'matches'} in {count(len(searched), 'server')}, best first. "
         "Call mcp_list_tools(server, tool_name) for a tool's schema."
     )
-    heads = [f"{m.server}/{m.tool} {_NOT_CALLABLE}" if m.refused else f"{m.server}/{m.tool}" for m in matches]
-    descriptions = [_one_line(m.description) for m in matches]
+    heads = [f"{shown_name(m.server)}/{shown_name(m.tool)}" + (f" {_NOT_CALLABLE}" if m.refused else "") for m in matches]
+    descriptions = [one_line(m.description) for m in matches]
     fixed = sum(len(line) + 1 for line in lines) + sum(len(head) + 5 for head in heads)
     if any(m.refused for m in matches):
         fixed += len(_POLICY_NOTE) + 1
