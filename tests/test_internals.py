@@ -66,10 +66,13 @@ def test_the_sdk_oauth_client_still_has_the_parts_stored_oauth_drives() -> None:
         server_url=spec.url, client_metadata=oauth_client_metadata(spec), storage=None  # type: ignore[arg-type]
     )
     context = provider.context
-    for name in ("current_tokens", "client_info", "token_expiry_time"):
+    for name in ("current_tokens", "client_info", "token_expiry_time", "oauth_metadata", "auth_server_url", "client_metadata"):
         assert hasattr(context, name), name
     assert callable(context.is_token_valid) and callable(context.can_refresh_token)
+    assert context.get_authorization_base_url(spec.url) == "http://127.0.0.1:9"
     assert provider._initialized is False
+    # StoredOAuth widens the SDK's authorization step (step-up scope, the secret's method).
+    assert inspect.iscoroutinefunction(OAuthClientProvider._perform_authorization)
 
 
 def test_live_http_sessions_sees_a_session_open_and_end() -> None:
@@ -86,6 +89,23 @@ def test_live_http_sessions_sees_a_session_open_and_end() -> None:
         ended = client.delete("/mcp", headers={**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"})
         assert ended.status_code == 200
         assert session not in internals.live_http_sessions(app)
+
+
+def test_close_http_session_ends_a_session_as_the_manager_does() -> None:
+    from starlette.testclient import TestClient
+
+    app = FastMCP("canary").http_app(path="/mcp")
+    headers = {"Accept": "application/json, text/event-stream"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    with TestClient(app) as client:
+        session = client.post("/mcp", json=initialize, headers=headers).headers["mcp-session-id"]
+        in_session = {**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+        assert client.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=in_session).status_code == 200
+        assert client.portal.call(internals.close_http_session, app, session) is True
+        assert session not in internals.live_http_sessions(app)
+        assert client.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=in_session).status_code == 404
+        assert client.portal.call(internals.close_http_session, app, session) is False  # already gone
 
 
 def test_fastmcp_names_the_env_file_it_read_and_bridge_pointed_it_at_devnull() -> None:

@@ -6,7 +6,9 @@ open `Client` concurrently (the SDK multiplexes requests), so a slow call delays
 
 Rules:
 - idle sessions close after `idle_s` (0: one session per call); at most `max_sessions` live, the
-  least recently used idle one closed first to make room;
+  least recently used idle one closed to make room at once (its child ends in its owner task, so
+  a new server never waits on an idle one); with every session busy, a new one waits for the
+  first release, up to `start_timeout`, then gets a retryable `timeout` that names the setting;
 - a session is closed, its children killed, when its registry entry changes or is removed, when a
   call on it times out or fails at the transport level (a hung or dead child is never reused), and
   at shutdown; the next call opens a fresh one, so a dead child costs one error;
@@ -55,6 +57,7 @@ from bridge import __version__, internals, telemetry
 from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import Connection, SessionSettings, leaves
 from bridge.downstream.relay import Abilities, CallRelay, Clock, roots_for
+from bridge.downstream.sandbox_notes import refused_write_note
 from bridge.downstream.stdio import ChildSupport
 from bridge.errors import BridgeError, unknown_tool
 from bridge.models import ServerSpec
@@ -114,10 +117,22 @@ class _Live:
         return not (abilities.exclusive and self.in_use)
 
 
+@dataclass
+class _RoomWait:
+    """Whether a call is waiting for the pool to have room (every session busy)."""
+
+    busy: bool = False
+
+
 TASKS_UNAVAILABLE = (
     "can only run as a task (execution.taskSupport=required), and this server does not offer "
     "task-augmented calls in the handshake era, the only one the bridge can run tasks in"
 )
+
+
+def _text(result: types.CallToolResult) -> str:
+    """A result's text blocks, where a tool's own error says what failed."""
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 def _task_only(tool: types.Tool) -> bool:
@@ -137,6 +152,16 @@ def _refused(exc: BaseException) -> bool:
     return any(isinstance(leaf, MCPError) and leaf.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT) for leaf in leaves(exc))
 
 
+class Listings:
+    """Told of what servers list: the kept catalog index (`bridge.tools.finding`) listens here."""
+
+    async def listed(self, name: str, tools: list[types.Tool], ttl_s: float | None) -> None:
+        """A server's tools were fetched; `ttl_s`: how long its list holds, where it says so."""
+
+    async def changed(self, name: str) -> None:
+        """The server announced `notifications/tools/list_changed`."""
+
+
 class Sessions:
     """The pool. `serve()` must run on the worker loop for as long as sessions may be used."""
 
@@ -146,16 +171,20 @@ class Sessions:
         backoff: Backoff,
         support: ChildSupport | None = None,
         auth_for: Callable[[str, ServerSpec], httpx2.Auth | None] = lambda name, spec: None,
+        listings: Listings | None = None,
     ) -> None:
-        """`auth_for(name, spec)` signs a new session's HTTP requests in (stored OAuth tokens), or not."""
+        """`auth_for(name, spec)` signs a new session's HTTP requests in (stored OAuth tokens), or not;
+        `listings` hears of every tool list fetched and every change a server announces."""
         self.settings = settings
         self.backoff = backoff
         self.support = support or ChildSupport()
         self._auth_for = auth_for
+        self._listings = listings or Listings()
         self._live: dict[str, list[_Live]] = {}
         self._tg: TaskGroup | None = None
         self._opening: dict[str, anyio.Lock] = {}
         self._freed = anyio.Event()
+        self._room_waiters = 0
         self._modern_only: set[str] = set()  # servers that refused the handshake
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -210,7 +239,7 @@ class Sessions:
             lives = self._live.get(live.name, [])
             if live in lives:
                 lives.remove(live)
-            self._freed.set()
+            self._signal_freed()
 
     def _client(self, live: _Live, mode: str) -> Client:
         """A client advertising exactly the host's abilities, whose callbacks reach the running call."""
@@ -280,6 +309,7 @@ class Sessions:
         async def handle(message: IncomingMessage) -> None:
             if isinstance(message, types.ToolListChangedNotification):
                 live.tools = None
+                await self._listings.changed(live.name)
 
         return handle
 
@@ -298,7 +328,7 @@ class Sessions:
             live.touch()
         return live
 
-    async def _acquire(self, name: str, connection: Connection, abilities: Abilities) -> _Live:
+    async def _acquire(self, name: str, connection: Connection, abilities: Abilities, waiting: _RoomWait) -> _Live:
         spec = connection.spec
         lock = self._opening.get(name)
         if lock is None:  # fast_acquire: taken uncontended (a warm call), it does not yield to the loop
@@ -309,7 +339,7 @@ class Sessions:
             if (reused := self._reuse(name, spec, abilities)) is not None:
                 return reused
             self.backoff.check(name, spec)
-            await self._make_room()
+            await self._make_room(waiting)
             # Born in use: the owner must not see an idle session before its first caller.
             live = _Live(name=name, connection=connection, abilities=abilities, in_use=1)
             assert self._tg is not None, "Sessions.serve() is not running"
@@ -332,24 +362,43 @@ class Sessions:
         live.touch()
         if live.awaits_release and not live.in_use:
             live.wake.set()
+        if self._room_waiters and not live.in_use:
+            self._signal_freed()
 
     def _all(self) -> list[_Live]:
         return [live for lives in self._live.values() for live in lives]
 
-    async def _make_room(self) -> None:
+    async def _make_room(self, waiting: _RoomWait) -> None:
+        """Room for one more session: the least recently used idle one is told to close, and its
+        child is left to end in its owner task (a new server never waits on an idle one). With
+        every session busy, wait until one is released or ends; `waiting` says so meanwhile."""
         while len(self._all()) >= self.settings.max_sessions:
             idle = [live for live in self._all() if not live.in_use]
             if idle:
-                await self._close(min(idle, key=lambda live: live.last_used), kill=False)
+                self._retire(min(idle, key=lambda live: live.last_used))
                 continue
-            self._freed = anyio.Event()
-            await self._freed.wait()
+            waiting.busy = True
+            self._room_waiters += 1
+            try:
+                await self._freed.wait()
+            finally:
+                self._room_waiters -= 1
+        waiting.busy = False
 
-    async def _close(self, live: _Live, *, kill: bool) -> None:
+    def _signal_freed(self) -> None:
+        """Wake every caller waiting for room (each waits on the event it found)."""
+        self._freed.set()
+        self._freed = anyio.Event()
+
+    def _retire(self, live: _Live, *, kill: bool = False) -> None:
+        """Count the session no more and tell its owner to close it."""
         lives = self._live.get(live.name, [])
         if live in lives:
             lives.remove(live)
         live.request_stop(kill=kill)
+
+    async def _close(self, live: _Live, *, kill: bool) -> None:
+        self._retire(live, kill=kill)
         await live.closed.wait()
 
     async def evict(self, name: str) -> None:
@@ -383,11 +432,12 @@ class Sessions:
         abilities = call.abilities if call is not None else Abilities()
         live = self._reuse(name, spec, abilities)
         connection: Connection | None = None
+        waiting = _RoomWait()
         try:
             if live is None:
                 connection = self._connection(name, spec)
                 with anyio.fail_after(self.settings.start_timeout):
-                    live = await self._acquire(name, connection, abilities)
+                    live = await self._acquire(name, connection, abilities, waiting)
             span.set_attribute(telemetry.SESSION, "started" if live.connection is connection else "reused")
             deadline = anyio.CancelScope(deadline=anyio.current_time() + self.settings.timeout)
             if call is not None:
@@ -406,16 +456,33 @@ class Sessions:
             raise
         except Exception as exc:
             if live is None:
+                if isinstance(exc, TimeoutError) and waiting.busy:  # the pool's fault, not the server's
+                    raise self._pool_busy() from exc
                 if isinstance(exc, TimeoutError) and connection is not None:
                     error = connection.classify(exc)
                     self.backoff.failed(name, spec, error)
                     raise error from exc
                 raise
             if isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
-                raise live.connection.classify(exc) from exc  # the server answered: the session is sound
+                error = live.connection.classify(exc)
+                if error.code != "auth_required":
+                    raise error from exc  # the server answered: the session is sound
+                # Opened before a sign-in, or signed with tokens no longer good: the next call,
+                # after the sign-in, needs a session that carries the new tokens.
+                with anyio.CancelScope(shield=True):
+                    await self._close(live, kill=False)
+                raise error from exc
             with anyio.CancelScope(shield=True):
                 await self._close(live, kill=True)
             raise live.connection.classify(exc) from exc
+
+    def _pool_busy(self) -> BridgeError:
+        most, waited = self.settings.max_sessions, self.settings.start_timeout
+        return BridgeError(
+            "timeout",
+            f"All {most} downstream sessions (MCP_MAX_SESSIONS) stayed busy for {waited:g} s (MCP_START_TIMEOUT), "
+            "so no session could be opened; try again when a call ends, or raise MCP_MAX_SESSIONS.",
+        )
 
     async def _tools(self, live: _Live, client: Client, *, refresh: bool = False) -> dict[str, types.Tool]:
         if live.tools is None or refresh:
@@ -423,9 +490,12 @@ class Sessions:
             tools: list[types.Tool] = []
             held = 0
             cursor: str | None = None
+            ttls: list[int] = []
             for _ in range(pages):
                 page = await client.list_tools(cursor=cursor)
                 tools.extend(page.tools)
+                if "ttl_ms" in page.model_fields_set:  # a 2026-07-28 server says how long the list holds
+                    ttls.append(page.ttl_ms)
                 held += sum(len(tool.model_dump_json()) for tool in page.tools)
                 if len(tools) > most:
                     raise BridgeError(
@@ -444,6 +514,7 @@ class Sessions:
                     f"The server's tool list did not end after {pages} pages (MCP_MAX_LIST_PAGES); it kept sending nextCursor.",
                 )
             live.tools = {tool.name: tool for tool in tools}
+            await self._listings.listed(live.name, tools, min(ttls) / 1000 if ttls else None)
         return live.tools
 
 
@@ -452,13 +523,14 @@ class Sessions:
         return (await self.catalog(name, spec, call))[0]
 
     async def catalog(
-        self, name: str, spec: ServerSpec, call: CallRelay | None = None
+        self, name: str, spec: ServerSpec, call: CallRelay | None = None, *, refresh: bool = False
     ) -> tuple[list[types.Tool], dict[str, str]]:
-        """The catalog, and why each of its tools cannot be called here, if one cannot: a task-only
-        tool on a server that runs no tasks the bridge can drive."""
+        """The catalog (`refresh`: fetched anew, not the session's copy), and why each of its tools
+        cannot be called here, if one cannot: a task-only tool on a server that runs no tasks the
+        bridge can drive."""
 
         async def op(live: _Live, client: Client) -> tuple[list[types.Tool], dict[str, str]]:
-            tools = list((await self._tools(live, client)).values())
+            tools = list((await self._tools(live, client, refresh=refresh)).values())
             unrunnable = {} if _runs_tasks(client) else {tool.name: TASKS_UNAVAILABLE for tool in tools if _task_only(tool)}
             return tools, unrunnable
 
@@ -496,6 +568,8 @@ class Sessions:
                     tool_name, arguments, progress_callback=relay.progress if wants_progress else None
                 )
             await relay.finish()
+            if result.is_error and (note := refused_write_note(live.connection.launch, _text(result))):
+                relay.notes.append(note)  # the tool's own error does not say the sandbox refused it
             return tool, result
 
         return await self._use(name, spec, "tools/call", op, call)

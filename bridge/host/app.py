@@ -27,6 +27,7 @@ from bridge.models import (
     CallResult,
     InputRequested,
     RemoveResult,
+    SearchResult,
     ServerList,
     ToolCatalog,
     ToolSchema,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 INSTRUCTIONS = (
     "This server reaches other MCP servers through four tools. Always call mcp_list_tools first: "
     "without a server it lists the registered servers; with a server it lists that server's tools; "
+    "with a query it ranks the tools of every server for it (search first when you do not know the server); "
     "with a tool_name it shows that tool's full input schema. Never guess server names, tool names or "
     "arguments: call mcp_call_tool only with a tool name and arguments_json taken from that listing. "
     "Errors carry a code; retry only those marked retryable."
@@ -91,17 +93,25 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
         auth=auth,
     )
 
-    async def mcp_list_tools(ctx: Context, server: str | None = None, tool_name: str | None = None) -> ToolResult:
-        return _result(await bridge.list_tools_async(server, tool_name, channel=FastMCPChannel(ctx)))
+    async def mcp_list_tools(
+        ctx: Context,
+        server: str | None = None,
+        tool_name: str | None = None,
+        query: str | None = None,
+        limit: Annotated[int | None, Field(description="Matches, 1-50 (10).")] = None,
+    ) -> ToolResult:
+        channel = FastMCPChannel(ctx)
+        return _result(await bridge.list_tools_async(server, tool_name, channel=channel, query=query, limit=limit))
 
     _add(
         app,
         mcp_list_tools,
         title="List MCP servers and tools",
         description="List the registered MCP servers; with server, its tools; with server and tool_name, that tool's "
-        "input schema. Never guess a name or an argument: take them from here.",
+        "input schema; with query, the tools of every server ranked for it. Unsure of the server? Search first, then "
+        "read the schema, then call. Never guess a name or an argument: take them from here.",
         annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True),
-        output_schema=schemas.envelope(ServerList, ToolCatalog, ToolSchema),
+        output_schema=schemas.envelope(ServerList, ToolCatalog, ToolSchema, SearchResult),
     )
     app.add_tool(calls.listed(schemas.envelope(CallResult, InputRequested)))
 
@@ -116,8 +126,11 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             command: Annotated[str | None, Field(description="A program on PATH (e.g. npx) or its absolute path.")] = None,
             args_json: Annotated[str | None, Field(description="A JSON array of strings.")] = None,
             cwd: Annotated[str | None, Field(description="Inside the workspace.")] = None,
+            env_json: Annotated[
+                str | None, Field(description='{"API_KEY": "${env:API_KEY}"}: references the operator allows, never values.')
+            ] = None,
         ) -> ToolResult:
-            return _result(await bridge.add_server_async(name, url, headers_json, command, args_json, cwd))
+            return _result(await bridge.add_server_async(name, url, headers_json, command, args_json, cwd, env_json))
 
         async def mcp_remove_server(name: str) -> ToolResult:
             return _result(await bridge.remove_server_async(name))
@@ -128,7 +141,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             mcp_add_server,
             title="Register an MCP server",
             description="Register (or replace) a server by name: a url (Streamable HTTP, with headers_json), or a "
-            "command (with args_json and cwd) run as a local stdio server in a sandbox; not both.",
+            "command (with args_json, cwd, env_json) run as a local stdio server in a sandbox; not both.",
             annotations=changes,
             output_schema=schemas.envelope(AddResult),
         )

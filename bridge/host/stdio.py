@@ -38,7 +38,6 @@ from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any
 
 import anyio
-import mcp_types
 from fastmcp import FastMCP
 from fastmcp.server.context import reset_transport, set_transport
 from mcp.server.stdio import stdio_server
@@ -49,12 +48,11 @@ from mcp_types import (
     JSONRPCRequest,
     JSONRPCResponse,
 )
-from pydantic import ValidationError
 
 from bridge import internals
 from bridge.downstream.framing import LineFramer, PipeReader, PipeWriter, ReadEnd, encode
+from bridge.host.parsing import Inbound, Refused, parse_line
 
-Inbound = SessionMessage | Exception
 Send = Callable[[SessionMessage], Awaitable[None]]
 
 _LEAD_LIMIT = 8  # the SDK's `_PRE_REQUEST_REPLAY_LIMIT`: frames kept from before the first request
@@ -120,21 +118,14 @@ def _diversion(fd: int) -> int:
 
 
 async def _messages(fd: int) -> AsyncIterator[Inbound]:
-    """Each line of `fd` parsed as the SDK's `stdio_server` parses it: a message, or why it is not one."""
+    """Each line of `fd` parsed as the SDK's `stdio_server` parses it (a message, or why it is not
+    one), or a request its parser refuses, to answer at once (`bridge.host.parsing`)."""
     framer = LineFramer()
     async for chunk in PipeReader(fd):  # put back blocking by `_claimed`, never closed here
         for line in framer.feed(chunk):
-            yield _parse(line)
+            yield parse_line(line)
     if rest := framer.rest():  # a last line without its newline
-        yield _parse(rest)
-
-
-def _parse(line: bytes) -> Inbound:
-    try:
-        message = mcp_types.jsonrpc_message_adapter.validate_json(line.decode("utf-8", errors="replace"), by_name=False)
-    except ValidationError as exc:  # handed to the serving loop, as the SDK's stdio does
-        return exc
-    return SessionMessage(message)
+        yield parse_line(rest)
 
 
 def _request(item: Inbound) -> JSONRPCRequest | None:
@@ -185,7 +176,8 @@ class _Segment(ReadEnd):
         return item
 
     async def _next(self) -> Inbound | None:
-        """The next item this segment takes from the wire, or None once it takes no more."""
+        """The next item this segment takes from the wire, or None once it takes no more; a request
+        no parser can take is answered here, and never reaches the SDK."""
         if self.ended.is_set():
             return None
         if self._first is not None:
@@ -193,6 +185,9 @@ class _Segment(ReadEnd):
         else:
             try:
                 item = await anext(self._wire)
+                while isinstance(item, Refused):
+                    await self._send(item.answer)
+                    item = await anext(self._wire)
             except StopAsyncIteration:
                 self.ended.set()
                 return None

@@ -46,10 +46,12 @@ from bridge.models import (
     ToolPolicy,
 )
 from bridge.settings import OWN_CODE, Settings, config_path, own_paths, workspace_problem
+from bridge.store.catalog import Catalog
 from bridge.store.registry import Registry, parse_config_servers
-from bridge.tools import output, policy, secrets, validation
+from bridge.tools import output, policy, search, secrets, validation
 from bridge.tools.audit import AuditEntry, AuditLog
 from bridge.tools.drift import DriftGuard
+from bridge.tools.finding import Finding, Indexing
 from bridge.tools.gates import require_dynamic, require_transport
 from bridge.tools.parked import Asks, Parking
 from bridge.tools.relayed import RESOURCES_READ, Relayed
@@ -78,8 +80,11 @@ def _info(name: str, spec: ServerSpec, origin: Origin) -> ServerInfo:
     return ServerInfo(name=name, transport=spec.transport, origin=origin, target=target)
 
 
-def _command_line(spec: StdioServerSpec) -> tuple[str, ...]:
-    return (spec.command, *spec.args)
+def _keeps_home(before: ServerSpec | None, after: ServerSpec) -> bool:
+    """Whether a re-registered entry keeps its stdio home: only when it runs the same program."""
+    if not isinstance(before, StdioServerSpec):
+        return True
+    return isinstance(after, StdioServerSpec) and (before.command, *before.args) == (after.command, *after.args)
 
 
 def _audited_name(value: object) -> str | None:
@@ -99,7 +104,7 @@ def _size(arguments_json: object) -> int:
     return 0
 
 
-class Bridge(SyncFaces, Relayed, Signing):
+class Bridge(SyncFaces, Relayed, Signing, Finding):
     """Holds what the four tools share: settings, the registry, sessions and the worker loop."""
 
     def __init__(
@@ -148,6 +153,8 @@ class Bridge(SyncFaces, Relayed, Signing):
             scan_max_dirs=settings.sandbox_scan_max_dirs,
         )
         self.proxy = FilteringProxy()
+        self.catalog = Catalog(settings.state_dir / "catalog" / "index.sqlite3", search.VERSION)
+        self.indexing = Indexing(self)
         self.sessions = Sessions(
             SessionSettings(
                 timeout=settings.timeout,
@@ -163,6 +170,7 @@ class Bridge(SyncFaces, Relayed, Signing):
             Backoff(after=settings.backoff_after, max_s=settings.backoff_max_s, clock=time.monotonic),
             ChildSupport(proxy=self.proxy, home_key=self.home_key, on_new_repositories=self._new_repositories),
             auth_for=self._signed_in,
+            listings=self.indexing,
         )
         # Probed once, now, off the loop that will serve the host; None when stdio children can start.
         self.sandbox_problem = probe(self.sandbox) if "stdio" in settings.allowed_transports else None
@@ -175,11 +183,14 @@ class Bridge(SyncFaces, Relayed, Signing):
         # URIs each server linked or embedded in a result: `resources/read` may read them.
         self.linked: dict[str, OrderedDict[str, None]] = {}
         self.sign_ins = SignIns(self.sessions.settings)
-        self.runtime = Runtime(services=[self.sessions.serve, self.proxy.serve, self.parking.serve, self.sign_ins.serve])
+        self.runtime = Runtime(
+            services=[self.sessions.serve, self.proxy.serve, self.parking.serve, self.sign_ins.serve, self.indexing.serve]
+        )
 
     def close(self) -> None:
         self.runtime.close()
         self.audit.close()
+        self.catalog.close()
 
     def tool_definitions(self, server: str) -> list[types.Tool]:
         """A server's full tool definitions, reached as mcp_list_tools reaches them (for the CLI's probe).
@@ -270,8 +281,9 @@ class Bridge(SyncFaces, Relayed, Signing):
         return reply
 
     def resolve(self, server: object) -> tuple[str, ServerSpec]:
-        """The registered spec, ready to connect: `${env:NAME}` header references filled in here, in
-        memory only, so the registry and everything listed keep the reference."""
+        """The registered spec, ready to connect: `${env:NAME}` references of headers and of a stdio
+        server's `secret_env` filled in here, in memory only, so the registry and everything listed
+        keep the reference (and a child's error text is redacted of the values, as of `env`'s)."""
         name = validation.server_name(server, "server")
         spec = self.registry.get(name)
         require_transport(self.settings, spec)
@@ -282,6 +294,10 @@ class Bridge(SyncFaces, Relayed, Signing):
                 spec.headers, spec.url, self.settings.secret_env_allow, os.environ, operator=spec.registered_by == "operator"
             )
             spec = spec.model_copy(update={"headers": headers})
+        if isinstance(spec, StdioServerSpec) and spec.secret_env:  # the developer's env, where both set a name
+            operator = name not in self.registry.dynamic()  # the developer's config entry
+            given = secrets.resolve_env(spec.secret_env, name, self.settings.secret_env_allow, os.environ, operator=operator)
+            spec = spec.model_copy(update={"env": given | spec.env})
         return name, spec
 
     def _admit_url(self, spec: HttpServerSpec) -> HttpServerSpec:
@@ -306,12 +322,23 @@ class Bridge(SyncFaces, Relayed, Signing):
     # -- the four tools (async: awaitable from any event loop) ------------------------------
 
     async def list_tools_async(
-        self, server: str | None = None, tool_name: str | None = None, *, channel: HostChannel | None = None
+        self,
+        server: str | None = None,
+        tool_name: str | None = None,
+        *,
+        channel: HostChannel | None = None,
+        query: str | None = None,
+        limit: int | None = None,
     ) -> Reply:
         """No server: the registered servers. A server: its catalog, as offered to a host with the
-        abilities of `channel`'s. And a tool: that tool's schema."""
+        abilities of `channel`'s. And a tool: that tool's schema. A query: the tools that match it
+        (`bridge.tools.finding`), of every server or of `server`."""
 
         async def build() -> Reply:
+            if query is not None or limit is not None:
+                if tool_name is not None and tool_name != "":
+                    raise BridgeError("invalid_argument", "query and tool_name do not go together")
+                return await self._find(query, limit, server)
             if server is None or server == "":  # a wrong type (0, [], False) is not "no server"
                 if tool_name is not None and tool_name != "":
                     raise BridgeError("invalid_argument", "tool_name needs a server")
@@ -409,6 +436,7 @@ class Bridge(SyncFaces, Relayed, Signing):
         command: str | None = None,
         args_json: str | None = None,
         cwd: str | None = None,
+        env_json: str | None = None,
     ) -> Reply:
         async def build() -> Reply:
             require_dynamic(self.settings)
@@ -421,22 +449,26 @@ class Bridge(SyncFaces, Relayed, Signing):
                 cwd_value=cwd,
                 workspace=self.settings.workspace,
                 path_env=os.environ.get("PATH", os.defpath),  # as the CLI resolves a bare name
+                env_json=env_json,
             )
             require_transport(self.settings, spec)
             if isinstance(spec, HttpServerSpec):  # a forbidden target or unresolvable reference: refused now
                 spec = self._admit_url(spec)
-            else:  # the plan scans the workspace: off the event loop
+            else:  # an unresolvable reference refused now; the plan scans the workspace: off the event loop
+                secrets.resolve_env(spec.secret_env, checked, self.settings.secret_env_allow, os.environ, operator=False)
                 await anyio.to_thread.run_sync(self._refuse_unrunnable, checked, spec)
             before = self.registry.dynamic().get(checked)
             # The lock may be held by another bridge process: wait for it off the event loop.
             replaced = await anyio.to_thread.run_sync(self.registry.add, checked, spec)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
-            if isinstance(before, StdioServerSpec) and _command_line(before) != _command_line(spec):
+            if not _keeps_home(before, spec):
                 await anyio.to_thread.run_sync(self._drop_home, checked)  # another program: a fresh home
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
-            kind = f"stdio, runs {data.server.target}" if isinstance(spec, StdioServerSpec) else spec.transport
+            kind = spec.transport
+            if isinstance(spec, StdioServerSpec):
+                kind += f", runs {data.server.target}" + "".join(f", {var}={ref}" for var, ref in spec.secret_env.items())
             text = f"{verb} {checked} ({kind}). Call mcp_list_tools(server={checked!r}) to see its tools."
             return Reply(text=text, data=data)
 

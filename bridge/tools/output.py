@@ -20,13 +20,16 @@ from bridge.errors import ErrorResult
 from bridge.models import (
     CallResult,
     Drift,
+    Match,
+    NotIndexed,
+    SearchResult,
     ServerList,
     ToolCatalog,
     ToolSchema,
     ToolSummary,
 )
 from bridge.tools import drift
-from bridge.wording import count, escaped, escaped_lines, one_line, shown_name
+from bridge.wording import count, escaped, escaped_lines, one_line, quoted, shown_name
 
 _SHORTENED = "…"
 _NOT_CALLABLE = "[not callable]"
@@ -91,6 +94,37 @@ def catalog(
     ]
     data = ToolCatalog(server=server, tools=summaries, truncated=cap is not None, drift=changed)
     return data, "\n".join(lines)
+
+
+def found(
+    query: str, matches: list[Match], searched: list[str], not_indexed: list[NotIndexed], max_chars: int
+) -> tuple[SearchResult, str]:
+    """One line a match, best first; what could not be searched, and why, comes first, so no cut
+    drops it; descriptions give way first. Foreign names and text are escaped onto their line."""
+    lines = [f"Not searched: {shown_name(item.server)} ({one_line(item.reason)})." for item in not_indexed]
+    if not matches:
+        lines.append(f"No tools match {quoted(query, 200)} in {count(len(searched), 'server')}.")
+        data = SearchResult(query=query, matches=[], servers_searched=searched, servers_not_indexed=not_indexed)
+        return data, "\n".join(lines)
+    lines.append(
+        f"{len(matches)} {'match' if len(matches) == 1 else 'matches'} in {count(len(searched), 'server')}, best first. "
+        "Call mcp_list_tools(server, tool_name) for a tool's schema."
+    )
+    heads = [f"{shown_name(m.server)}/{shown_name(m.tool)}" + (f" {_NOT_CALLABLE}" if m.refused else "") for m in matches]
+    descriptions = [one_line(m.description) for m in matches]
+    fixed = sum(len(line) + 1 for line in lines) + sum(len(head) + 5 for head in heads)
+    if any(m.refused for m in matches):
+        fixed += len(_POLICY_NOTE) + 1
+    cap = _description_cap([len(d) for d in descriptions], max(0, max_chars - fixed))
+    if cap is not None:
+        descriptions = [d if len(d) <= cap else d[: max(0, cap - 1)] + _SHORTENED if cap else "" for d in descriptions]
+    lines += [f"- {head}: {d}" if d else f"- {head}" for head, d in zip(heads, descriptions)]
+    if any(m.refused for m in matches):
+        lines.append(_POLICY_NOTE)
+    shown = [m.model_copy(update={"description": d}) for m, d in zip(matches, descriptions)]
+    data = SearchResult(query=query, matches=shown, servers_searched=searched, servers_not_indexed=not_indexed)
+    text, _ = cut("\n".join(lines), max_chars)
+    return data, text
 
 
 def schema(server: str, tool: types.Tool, max_chars: int, refused: str | None = None) -> tuple[ToolSchema, str]:

@@ -13,7 +13,7 @@ import mcp_types as types
 
 from bridge.errors import BridgeError
 from bridge.models import InputRequested, ServerSpec
-from bridge.tools import output
+from bridge.tools import output, validation
 from bridge.tools.parked import Asks
 from bridge.tools.reply import Reply
 
@@ -56,8 +56,7 @@ class Relayed:
         return Reply(text=text, data=data, blocks=tuple(rendering.blocks))
 
     def _read_on(self: Bridge, name: str, tool: str, caller: str, handle: object, offset: object) -> Reply:
-        if not isinstance(handle, str) or not handle:
-            raise BridgeError("invalid_argument", "result_handle must be the handle a cut result named")
+        handle = validation.result_handle(handle)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise BridgeError("invalid_argument", "offset must be a whole number of characters, 0 or more")
         text = self.results.text(handle, caller, name, tool)

@@ -22,8 +22,10 @@ class SyncFaces:
         self.audit.flush()
         return reply
 
-    def list_tools(self: Bridge, server: str | None = None, tool_name: str | None = None) -> Reply:
-        return self._wait(lambda: self.list_tools_async(server, tool_name))
+    def list_tools(
+        self: Bridge, server: str | None = None, tool_name: str | None = None, query: str | None = None, limit: int | None = None
+    ) -> Reply:
+        return self._wait(lambda: self.list_tools_async(server, tool_name, query=query, limit=limit))
 
     def call_tool(
         self: Bridge,
@@ -46,8 +48,9 @@ class SyncFaces:
         command: str | None = None,
         args_json: str | None = None,
         cwd: str | None = None,
+        env_json: str | None = None,
     ) -> Reply:
-        return self._wait(lambda: self.add_server_async(name, url, headers_json, command, args_json, cwd))
+        return self._wait(lambda: self.add_server_async(name, url, headers_json, command, args_json, cwd, env_json))
 
     def remove_server(self: Bridge, name: str) -> Reply:
         return self._wait(lambda: self.remove_server_async(name))

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from bridge.errors import BridgeError
-from bridge.models import NAME_PATTERN, HttpServerSpec, StdioServerSpec
+from bridge.models import LITERAL_REFUSED, NAME_PATTERN, HttpServerSpec, StdioServerSpec, secret_env_problem
 from sandbox import CommandNotFound, resolve_command
 
 # RFC 7230 token characters for a header name; values must be printable, single-line text.
@@ -36,6 +36,7 @@ _RESERVED_PREFIXES = ("proxy-", "x-forwarded-", "x-aws-ec2-metadata-token")
 _MAX_URL = 2048
 _MAX_JSON = 1_000_000
 _MAX_ARGS = 256
+MAX_DEPTH = 100  # arrays and objects inside one another; no tool's arguments need more
 
 
 def _invalid(message: str, **detail: Any) -> BridgeError:
@@ -52,6 +53,12 @@ def _is_unicode(value: str) -> bool:
     return True
 
 
+def result_handle(value: object) -> str:
+    if not isinstance(value, str) or not value or len(value) > 256 or not _is_unicode(value):
+        raise _invalid("result_handle must be the handle a cut result named")
+    return value
+
+
 def server_name(value: object, field: str = "name") -> str:
     if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
         raise _invalid(f"{field} must match {NAME_PATTERN.pattern} (letters, digits, _ and -, at most 64)")
@@ -65,6 +72,20 @@ def tool_name(value: object) -> str:
     return value
 
 
+def query(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 500 or not _is_unicode(value):
+        raise _invalid("query must be a non-empty string of at most 500 characters")
+    return value.strip()
+
+
+def limit(value: object) -> int:
+    if value is None:
+        return 10
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 50:
+        raise _invalid("limit must be a whole number from 1 to 50")
+    return value
+
+
 def _decode_json(text: object, field: str) -> Any:
     if not isinstance(text, str):
         raise _invalid(f"{field} must be a string holding JSON")
@@ -72,13 +93,29 @@ def _decode_json(text: object, field: str) -> Any:
         raise _invalid(f"{field} is longer than {_MAX_JSON} characters")
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the interpreter's limit
+    except RecursionError:  # nesting deeper than the interpreter's limit
+        raise _invalid(f"{field} nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
         raise _invalid(f"{field} is not valid JSON: {exc}") from None
     _strict_json(value, field)
     return value
 
 
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in `value` (a scalar: 0), measured without recursion and
+    no further than one level past `MAX_DEPTH`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_DEPTH:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def _strict_json(value: Any, field: str) -> None:
+    if _nesting(value) > MAX_DEPTH:
+        raise _invalid(f"{field} nests deeper than {MAX_DEPTH} levels")
     try:
         # Python's decoder also takes NaN, Infinity, 1e999 and lone surrogate escapes, which nothing
         # downstream can send on: keep only what encodes back to strict JSON in UTF-8.
@@ -185,6 +222,27 @@ def args(text: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def env(text: object) -> dict[str, str]:
+    """`env_json`: variables for a stdio server, each value a reference `${env:NAME}`, never a value
+    (which would be stored in the registry and seen by the conversation)."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return {}
+    value = _decode_json(text, "env_json")
+    if not isinstance(value, dict):
+        raise _invalid("env_json must be a JSON object of variable name to ${env:NAME}")
+    for variable, reference in value.items():
+        problem = secret_env_problem(variable, reference)
+        if problem == LITERAL_REFUSED:  # the value may be the secret itself: named, never echoed
+            raise _invalid(
+                f"env_json's {variable} must be a reference like ${{env:{variable}}}, not a value: a value would be "
+                "stored and shown to the conversation. The operator sets the variable in the bridge's environment "
+                f"and allows it with MCP_SECRET_ENV_ALLOW={variable}@server:<this server's name>."
+            )
+        if problem is not None:
+            raise _invalid(f"env_json cannot set {variable[:64]!r}: {problem}")
+    return value
+
+
 def cwd(value: object, workspace: Path) -> str:
     """`~` expanded, symlinks resolved, and the result inside the workspace."""
     if value is None or value == "":
@@ -226,15 +284,18 @@ def server_spec(
     cwd_value: object,
     workspace: Path,
     path_env: str,
+    env_json: object = None,
 ) -> HttpServerSpec | StdioServerSpec:
     """Exactly one of url/command; the other kind's fields must be absent."""
     has_url, has_command = _given(url_value, "url"), _given(command_value, "command")
     if has_url == has_command:
         raise _invalid("give exactly one of url (HTTP server) or command (local stdio server)")
     if has_url:
-        if _given(args_json, "args_json") or _given(cwd_value, "cwd"):
-            raise _invalid("args_json and cwd belong to a command, not a url")
+        if _given(args_json, "args_json") or _given(cwd_value, "cwd") or _given(env_json, "env_json"):
+            raise _invalid("args_json, env_json and cwd belong to a command, not a url (a url's secrets go in headers_json)")
         return HttpServerSpec(url=url(url_value), headers=headers(headers_json))
     if _given(headers_json, "headers_json"):
         raise _invalid("headers_json belongs to a url, not a command")
-    return StdioServerSpec(command=command(command_value, path_env), args=args(args_json), cwd=cwd(cwd_value, workspace))
+    return StdioServerSpec(
+        command=command(command_value, path_env), args=args(args_json), cwd=cwd(cwd_value, workspace), secret_env=env(env_json)
+    )

@@ -53,10 +53,10 @@ def make_bridge(dirs: tuple[Path, Path]) -> Iterator[Any]:
         bridge.close()
 
 
-def add(bridge: Bridge, name: str, fixture: str = "echo") -> str:
+def add(bridge: Bridge, name: str, fixture: str = "echo", *extra: str) -> str:
     """Register a fixture under `name` with a fresh marker; return the marker."""
     marker = f"marker-{uuid.uuid4().hex}"
-    reply = bridge.add_server(name, command=sys.executable, args_json=json.dumps([fixture_path(fixture), marker]))
+    reply = bridge.add_server(name, command=sys.executable, args_json=json.dumps([fixture_path(fixture), marker, *extra]))
     assert not reply.is_error, reply.text
     return marker
 
@@ -97,8 +97,64 @@ def test_the_session_limit_closes_the_least_recently_used_idle_session(make_brid
     echo(bridge, "b")
     echo(bridge, "a")  # b is now the least recently used
     echo(bridge, "c")
-    assert not pids_with_marker(markers["b"])
+    assert wait_pids_gone(pids_with_marker(markers["b"]), GONE_WITHIN_S) == set()
     assert pids_with_marker(markers["a"]) and pids_with_marker(markers["c"])
+
+
+def test_a_new_server_starts_without_waiting_for_an_idle_session_to_close(make_bridge: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(stdio, "CLOSE_GRACE_S", 600.0)  # a child that lingers would take ten minutes to close
+    bridge = make_bridge(max_sessions=2)
+    lingering = {name: add(bridge, name, "echo", "--linger") for name in ("a", "b")}
+    add(bridge, "c")
+    echo(bridge, "a")
+    echo(bridge, "b")
+
+    assert echo(bridge, "c", "at once").text == "at once"
+    still_closing = pids_with_marker(lingering["a"])  # the least recently used, told to close
+
+    assert still_closing  # c started while a's child was still in its grace period
+    assert pids_with_marker(lingering["b"])
+    for pid in still_closing:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert wait_pids_gone(still_closing, GONE_WITHIN_S) == set()
+
+
+def _busy(bridge: Bridge, name: str) -> None:
+    """Until a call on `name` is in flight (its session in use)."""
+    while not any(live.in_use for live in bridge.sessions._live.get(name, [])):
+        threading.Event().wait(0.01)
+
+
+def test_a_new_server_gets_the_session_a_busy_pool_frees_when_a_call_ends(make_bridge: Any) -> None:
+    bridge = make_bridge(max_sessions=1, start_timeout=60)
+    add(bridge, "a")
+    markers = add(bridge, "c")
+    echo(bridge, "a")
+    slow, result = _in_thread(lambda: bridge.call_tool("a", "slow", '{"seconds": 2}'))
+    _busy(bridge, "a")
+
+    assert echo(bridge, "c", "after a").text == "after a"  # not after MCP_START_TIMEOUT: at a's release
+    slow.join()
+    assert result[0].text == "slept" and pids_with_marker(markers)
+
+
+def test_a_pool_busy_past_the_start_timeout_is_a_retryable_timeout_that_does_not_hold_the_server_back(
+    make_bridge: Any,
+) -> None:
+    bridge = make_bridge(max_sessions=1, start_timeout=5)  # long enough for c to start once there is room
+    add(bridge, "a")
+    add(bridge, "c")
+    echo(bridge, "a")
+    slow, _result = _in_thread(lambda: bridge.call_tool("a", "slow", '{"seconds": 10}'))
+    _busy(bridge, "a")
+
+    refused = echo(bridge, "c")
+    slow.join()
+
+    assert refused.data.code == "timeout" and refused.data.retryable, refused.text  # type: ignore[attr-defined]
+    assert "MCP_MAX_SESSIONS" in refused.text and "MCP_START_TIMEOUT" in refused.text
+    assert echo(bridge, "c", "free now").text == "free now"  # the twin: no back-off for the server
 
 
 def test_changing_an_entry_closes_its_session_and_the_next_call_uses_the_new_one(make_bridge: Any) -> None:

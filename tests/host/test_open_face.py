@@ -14,7 +14,6 @@ from pathlib import Path
 import httpx
 import pytest
 from bridge_proc import (
-    ACCEPT,
     BRIDGE,
     HttpBridge,
     host_env,
@@ -186,20 +185,4 @@ def test_the_same_values_from_the_environment_do_take_effect(dirs: dict[str, str
         assert "mcp-session-id" not in post_initialize(running.url).headers
 
 
-# --- 6. sessions per client -------------------------------------------------------------------
-
-
-def test_a_client_holds_at_most_its_share_of_sessions_and_gets_room_back_when_one_ends(dirs: dict[str, str]) -> None:
-    env = host_env(dirs, MCP_AUTH_TOKEN=TOKEN, MCP_MAX_HTTP_SESSIONS_PER_CLIENT="2")
-    bearer = {"Authorization": f"Bearer {TOKEN}"}
-    with http_bridge(env) as running:
-        for _ in range(20):  # unauthenticated requests open nothing and count for nothing
-            assert post_initialize(running.url).status_code == 401
-        first = post_initialize(running.url, **bearer)
-        second = post_initialize(running.url, **bearer)
-        assert first.status_code == second.status_code == 200
-        third = post_initialize(running.url, **bearer)
-        assert third.status_code == 503 and "MCP_MAX_HTTP_SESSIONS_PER_CLIENT" in third.text
-        session = {**bearer, **ACCEPT, "mcp-session-id": first.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
-        assert httpx.delete(running.url, headers=session, trust_env=False, timeout=30).status_code == 200
-        assert post_initialize(running.url, **bearer).status_code == 200
+# --- 6. sessions per client: see test_http_sessions.py

@@ -3,6 +3,9 @@
 Tools: echo, add (structured output), big (long text), slow (async sleep), fail (isError
 result), image (image content), env (the child's environment, to check scrubbing), cwd.
 
+With ``--linger`` (stdio) it ignores SIGTERM and stays after stdin closes, so closing its session
+takes the bridge's whole grace period (or a SIGKILL).
+
 Run: ``python echo.py`` (stdio) or ``python echo.py --http`` (Streamable HTTP at
 ``http://127.0.0.1:<port>/mcp`` on a free port; prints ``PORT <n>`` on stdout first).
 """
@@ -10,6 +13,7 @@ Run: ``python echo.py`` (stdio) or ``python echo.py --http`` (Streamable HTTP at
 import asyncio
 import logging
 import os
+import signal
 import socket
 import sys
 
@@ -89,4 +93,8 @@ if __name__ == "__main__":
     if "--http" in sys.argv[1:]:
         serve_http(mcp)
     else:
+        if "--linger" in sys.argv[1:]:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         mcp.run(show_banner=False)
+        while "--linger" in sys.argv[1:]:
+            signal.pause()
