@@ -31,12 +31,12 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 import sandbox
 from bridge.errors import describe_validation
+from bridge.models import ENV_NAME, NAME_PATTERN
 from sandbox.limits import Limits
 from sandbox.network import NetworkSetting, normalize_hosts
 
 Transport = Literal["http", "stdio"]
 
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 HOST_PATTERN = re.compile(r"[A-Za-z0-9.*?-]+|\[[0-9A-Fa-f:.]+\]")
 NETWORK_WORDS = ("deny", "allow", "registry")
 MIB = 1 << 20
@@ -83,31 +83,43 @@ def parse_network(value: object) -> object:
 
 
 class SecretBinding(NamedTuple):
-    """One `MCP_SECRET_ENV_ALLOW` entry: a variable and where its value may be sent.
+    """One `MCP_SECRET_ENV_ALLOW` entry: a variable and where its value may go.
 
-    `NAME@https://host:port` binds it to that scheme, host (may use * wildcards) and port;
-    `NAME@host` is short for `NAME@https://host:443`; a bare `NAME` (no binding) serves only the
-    servers the operator registered (the developer's config, the CLI), never one the conversation
-    added, which could name any URL.
+    `NAME@https://host:port` binds it to that scheme, host (may use * wildcards) and port, for a
+    header; `NAME@host` is short for `NAME@https://host:443`; `NAME@server:<name>` gives it to the
+    environment of the stdio server registered under that name (`env_json`); a bare `NAME` (no
+    binding) serves only the servers the operator registered (the developer's config, the CLI),
+    never one the conversation added, which could name any URL or program.
     """
 
     name: str
     scheme: str | None = None
     host: str | None = None
     port: int | None = None
+    server: str | None = None
 
     def __str__(self) -> str:
+        if self.server is not None:
+            return f"{self.name}@server:{self.server}"
         host = f"[{self.host}]" if self.host and ":" in self.host else self.host
         return self.name if host is None else f"{self.name}@{self.scheme}://{host}:{self.port}"
 
 
+_FORMS = "NAME, NAME@host, NAME@https://host:port or NAME@server:<server name>"
+
+
 def parse_allow(entry: str) -> SecretBinding:
-    """`NAME`, `NAME@host` or `NAME@scheme://host[:port]`; ValueError when malformed."""
+    """`NAME`, `NAME@host`, `NAME@scheme://host[:port]` or `NAME@server:<name>`; ValueError when malformed."""
     name, at, target = entry.partition("@")
     if not ENV_NAME.fullmatch(name):
-        raise ValueError(f"{entry!r} is not NAME, NAME@host or NAME@https://host:port")
+        raise ValueError(f"{entry!r} is not {_FORMS}")
     if not at:
         return SecretBinding(name)
+    if target.startswith("server:"):
+        server = target.removeprefix("server:")
+        if not NAME_PATTERN.fullmatch(server):
+            raise ValueError(f"{entry!r} names no valid server (letters, digits, _ and -, at most 64)")
+        return SecretBinding(name, server=server)
     scheme, sep, rest = target.partition("://")
     if not sep:
         scheme, rest = "https", target
@@ -117,7 +129,7 @@ def parse_allow(entry: str) -> SecretBinding:
     else:
         host, colon, port = rest.partition(":")
     if scheme not in ("http", "https") or not HOST_PATTERN.fullmatch(host) or (colon and (colon != ":" or not port.isdigit())):
-        raise ValueError(f"{entry!r} is not NAME, NAME@host or NAME@https://host:port (host may use * wildcards)")
+        raise ValueError(f"{entry!r} is not {_FORMS} (host may use * wildcards)")
     number = int(port) if colon else (443 if scheme == "https" else 80)
     if not 0 < number < 65536:
         raise ValueError(f"{entry!r} names port {number}, outside 1-65535")
@@ -184,7 +196,8 @@ class Settings(BaseSettings):
     )
     secret_env_allow: Annotated[tuple[str, ...], NoDecode] = Field(
         (),
-        description="Env vars a header may name as ${env:NAME}, each as NAME or NAME@host (host may use * wildcards).",
+        description="Env vars a header or env_json may name as ${env:NAME}: NAME, NAME@host (host may use * wildcards) "
+        "or NAME@server:<name> (the env of that stdio server).",
     )
     tool_shape: Literal["auto", "chatgpt", "standard"] = Field(
         "auto", description="tools/list shape: per client (auto), always ChatGPT's, or always strict 2020-12."

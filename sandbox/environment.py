@@ -46,6 +46,21 @@ def is_forbidden(name: str) -> bool:
     )
 
 
+# What the sandbox sets itself (the private home's folders and caches, the proxy): `secret_env`
+# may not name them, nor a loader's or IPC variable.
+SANDBOX_SET_PREFIXES = ("XDG_", "NPM_CONFIG_", "UV_", "PIP_")
+
+
+def steers_the_child(name: str) -> bool:
+    """True for a name the sandbox sets or that steers a loader: not one a server's secret may take."""
+    upper = name.upper()
+    return (
+        upper in ALLOWED | TRUST | {"TMP", "TEMP", "NO_PROXY"} | LOADER_AND_IPC
+        or upper.startswith(SANDBOX_SET_PREFIXES + LOADER_AND_IPC_PREFIXES)
+        or upper.endswith("_PROXY")
+    )
+
+
 def sanitize_path(value: str, write_roots: tuple[Path, ...]) -> str:
     """Keep absolute entries outside every write root: a child must not plant binaries on PATH."""
     roots = [Path(os.path.realpath(root)) for root in write_roots]

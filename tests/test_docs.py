@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 
-# Tool arguments other changes are adding at the same time as these pages (search's `query`,
-# a server's `env_json` secrets): accepted here until the tools' schemas carry them.
-PENDING_ARGUMENTS = {"mcp_list_tools": {"query"}, "mcp_add_server": {"env_json"}}
+# Tool arguments other changes are adding at the same time as these pages (search's `query`):
+# accepted here until the tools' schemas carry them.
+PENDING_ARGUMENTS = {"mcp_list_tools": {"query"}}
 
 # Programs that are not ours: what a page shows of them is someone else's interface.
 OTHERS_PROGRAMS = {

@@ -126,8 +126,11 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             command: Annotated[str | None, Field(description="A program on PATH (e.g. npx) or its absolute path.")] = None,
             args_json: Annotated[str | None, Field(description="A JSON array of strings.")] = None,
             cwd: Annotated[str | None, Field(description="Inside the workspace.")] = None,
+            env_json: Annotated[
+                str | None, Field(description='{"API_KEY": "${env:API_KEY}"}: references the operator allows, never values.')
+            ] = None,
         ) -> ToolResult:
-            return _result(await bridge.add_server_async(name, url, headers_json, command, args_json, cwd))
+            return _result(await bridge.add_server_async(name, url, headers_json, command, args_json, cwd, env_json))
 
         async def mcp_remove_server(name: str) -> ToolResult:
             return _result(await bridge.remove_server_async(name))
@@ -138,7 +141,7 @@ def build_app(bridge: Bridge, auth: AuthProvider | None = None) -> FastMCP:
             mcp_add_server,
             title="Register an MCP server",
             description="Register (or replace) a server by name: a url (Streamable HTTP, with headers_json), or a "
-            "command (with args_json and cwd) run as a local stdio server in a sandbox; not both.",
+            "command (with args_json, cwd, env_json) run as a local stdio server in a sandbox; not both.",
             annotations=changes,
             output_schema=schemas.envelope(AddResult),
         )

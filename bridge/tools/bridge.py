@@ -281,8 +281,9 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
         return reply
 
     def resolve(self, server: object) -> tuple[str, ServerSpec]:
-        """The registered spec, ready to connect: `${env:NAME}` header references filled in here, in
-        memory only, so the registry and everything listed keep the reference."""
+        """The registered spec, ready to connect: `${env:NAME}` references of headers and of a stdio
+        server's `secret_env` filled in here, in memory only, so the registry and everything listed
+        keep the reference (and a child's error text is redacted of the values, as of `env`'s)."""
         name = validation.server_name(server, "server")
         spec = self.registry.get(name)
         require_transport(self.settings, spec)
@@ -293,6 +294,10 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
                 spec.headers, spec.url, self.settings.secret_env_allow, os.environ, operator=spec.registered_by == "operator"
             )
             spec = spec.model_copy(update={"headers": headers})
+        if isinstance(spec, StdioServerSpec) and spec.secret_env:  # the developer's env, where both set a name
+            operator = name not in self.registry.dynamic()  # the developer's config entry
+            given = secrets.resolve_env(spec.secret_env, name, self.settings.secret_env_allow, os.environ, operator=operator)
+            spec = spec.model_copy(update={"env": given | spec.env})
         return name, spec
 
     def _admit_url(self, spec: HttpServerSpec) -> HttpServerSpec:
@@ -431,6 +436,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
         command: str | None = None,
         args_json: str | None = None,
         cwd: str | None = None,
+        env_json: str | None = None,
     ) -> Reply:
         async def build() -> Reply:
             require_dynamic(self.settings)
@@ -443,11 +449,13 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
                 cwd_value=cwd,
                 workspace=self.settings.workspace,
                 path_env=os.environ.get("PATH", os.defpath),  # as the CLI resolves a bare name
+                env_json=env_json,
             )
             require_transport(self.settings, spec)
             if isinstance(spec, HttpServerSpec):  # a forbidden target or unresolvable reference: refused now
                 spec = self._admit_url(spec)
-            else:  # the plan scans the workspace: off the event loop
+            else:  # an unresolvable reference refused now; the plan scans the workspace: off the event loop
+                secrets.resolve_env(spec.secret_env, checked, self.settings.secret_env_allow, os.environ, operator=False)
                 await anyio.to_thread.run_sync(self._refuse_unrunnable, checked, spec)
             before = self.registry.dynamic().get(checked)
             # The lock may be held by another bridge process: wait for it off the event loop.
@@ -458,7 +466,9 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             origin: Origin = "dynamic (shadows config)" if checked in self.registry.config_servers else "dynamic"
             data = AddResult(server=_info(checked, spec, origin), replaced=replaced)
             verb = "Replaced" if replaced else "Added"
-            kind = f"stdio, runs {data.server.target}" if isinstance(spec, StdioServerSpec) else spec.transport
+            kind = spec.transport
+            if isinstance(spec, StdioServerSpec):
+                kind += f", runs {data.server.target}" + "".join(f", {var}={ref}" for var, ref in spec.secret_env.items())
             text = f"{verb} {checked} ({kind}). Call mcp_list_tools(server={checked!r}) to see its tools."
             return Reply(text=text, data=data)
 
@@ -472,7 +482,10 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             restored = await anyio.to_thread.run_sync(self.registry.remove, checked)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
             await anyio.to_thread.run_sync(self._drop_home, checked)
-            if isinstance(spec, HttpServerSpec):  # a removed server's sign-in is forgotten with it
+            shadowed = self.registry.config_servers.get(checked)
+            if isinstance(spec, HttpServerSpec) and not (isinstance(shadowed, HttpServerSpec) and shadowed.url == spec.url):
+                # A removed server's sign-in is forgotten with it, its URL's only: the developer's
+                # sign-in to the config entry it shadowed stays (the same URL's too: it is theirs).
                 self.tokens(checked, spec).forget()
             text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")
             return Reply(text=text, data=RemoveResult(name=checked, restored_config_entry=restored))

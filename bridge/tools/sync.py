@@ -48,8 +48,9 @@ class SyncFaces:
         command: str | None = None,
         args_json: str | None = None,
         cwd: str | None = None,
+        env_json: str | None = None,
     ) -> Reply:
-        return self._wait(lambda: self.add_server_async(name, url, headers_json, command, args_json, cwd))
+        return self._wait(lambda: self.add_server_async(name, url, headers_json, command, args_json, cwd, env_json))
 
     def remove_server(self: Bridge, name: str) -> Reply:
         return self._wait(lambda: self.remove_server_async(name))

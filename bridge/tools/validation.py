@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from bridge.errors import BridgeError
-from bridge.models import NAME_PATTERN, HttpServerSpec, StdioServerSpec
+from bridge.models import LITERAL_REFUSED, NAME_PATTERN, HttpServerSpec, StdioServerSpec, secret_env_problem
 from sandbox import CommandNotFound, resolve_command
 
 # RFC 7230 token characters for a header name; values must be printable, single-line text.
@@ -222,6 +222,27 @@ def args(text: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def env(text: object) -> dict[str, str]:
+    """`env_json`: variables for a stdio server, each value a reference `${env:NAME}`, never a value
+    (which would be stored in the registry and seen by the conversation)."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return {}
+    value = _decode_json(text, "env_json")
+    if not isinstance(value, dict):
+        raise _invalid("env_json must be a JSON object of variable name to ${env:NAME}")
+    for variable, reference in value.items():
+        problem = secret_env_problem(variable, reference)
+        if problem == LITERAL_REFUSED:  # the value may be the secret itself: named, never echoed
+            raise _invalid(
+                f"env_json's {variable} must be a reference like ${{env:{variable}}}, not a value: a value would be "
+                "stored and shown to the conversation. The operator sets the variable in the bridge's environment "
+                f"and allows it with MCP_SECRET_ENV_ALLOW={variable}@server:<this server's name>."
+            )
+        if problem is not None:
+            raise _invalid(f"env_json cannot set {variable[:64]!r}: {problem}")
+    return value
+
+
 def cwd(value: object, workspace: Path) -> str:
     """`~` expanded, symlinks resolved, and the result inside the workspace."""
     if value is None or value == "":
@@ -263,15 +284,18 @@ def server_spec(
     cwd_value: object,
     workspace: Path,
     path_env: str,
+    env_json: object = None,
 ) -> HttpServerSpec | StdioServerSpec:
     """Exactly one of url/command; the other kind's fields must be absent."""
     has_url, has_command = _given(url_value, "url"), _given(command_value, "command")
     if has_url == has_command:
         raise _invalid("give exactly one of url (HTTP server) or command (local stdio server)")
     if has_url:
-        if _given(args_json, "args_json") or _given(cwd_value, "cwd"):
-            raise _invalid("args_json and cwd belong to a command, not a url")
+        if _given(args_json, "args_json") or _given(cwd_value, "cwd") or _given(env_json, "env_json"):
+            raise _invalid("args_json, env_json and cwd belong to a command, not a url (a url's secrets go in headers_json)")
         return HttpServerSpec(url=url(url_value), headers=headers(headers_json))
     if _given(headers_json, "headers_json"):
         raise _invalid("headers_json belongs to a url, not a command")
-    return StdioServerSpec(command=command(command_value, path_env), args=args(args_json), cwd=cwd(cwd_value, workspace))
+    return StdioServerSpec(
+        command=command(command_value, path_env), args=args(args_json), cwd=cwd(cwd_value, workspace), secret_env=env(env_json)
+    )
