@@ -57,6 +57,7 @@ from bridge import __version__, internals, telemetry
 from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import Connection, SessionSettings, leaves
 from bridge.downstream.relay import Abilities, CallRelay, Clock, roots_for
+from bridge.downstream.sandbox_notes import refused_write_note
 from bridge.downstream.stdio import ChildSupport
 from bridge.errors import BridgeError, unknown_tool
 from bridge.models import ServerSpec
@@ -127,6 +128,11 @@ TASKS_UNAVAILABLE = (
     "can only run as a task (execution.taskSupport=required), and this server does not offer "
     "task-augmented calls in the handshake era, the only one the bridge can run tasks in"
 )
+
+
+def _text(result: types.CallToolResult) -> str:
+    """A result's text blocks, where a tool's own error says what failed."""
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 def _task_only(tool: types.Tool) -> bool:
@@ -395,6 +401,10 @@ class Sessions:
         self._retire(live, kill=kill)
         await live.closed.wait()
 
+    def live(self, name: str) -> bool:
+        """Whether a session to the server is open now (asking it again costs no start)."""
+        return any(live.client is not None and not live.stopping for live in self._live.get(name, []))
+
     async def evict(self, name: str) -> None:
         """Close a server's sessions now and lift any back-off (its entry changed or was removed)."""
         self.backoff.reset(name)
@@ -458,7 +468,14 @@ class Sessions:
                     raise error from exc
                 raise
             if isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
-                raise live.connection.classify(exc) from exc  # the server answered: the session is sound
+                error = live.connection.classify(exc)
+                if error.code != "auth_required":
+                    raise error from exc  # the server answered: the session is sound
+                # Opened before a sign-in, or signed with tokens no longer good: the next call,
+                # after the sign-in, needs a session that carries the new tokens.
+                with anyio.CancelScope(shield=True):
+                    await self._close(live, kill=False)
+                raise error from exc
             with anyio.CancelScope(shield=True):
                 await self._close(live, kill=True)
             raise live.connection.classify(exc) from exc
@@ -555,6 +572,8 @@ class Sessions:
                     tool_name, arguments, progress_callback=relay.progress if wants_progress else None
                 )
             await relay.finish()
+            if result.is_error and (note := refused_write_note(live.connection.launch, _text(result))):
+                relay.notes.append(note)  # the tool's own error does not say the sandbox refused it
             return tool, result
 
         return await self._use(name, spec, "tools/call", op, call)

@@ -4,7 +4,9 @@ A child the sandbox held back rarely says so: a refused proxy CONNECT looks like
 missing DNS like a resolver error, a hidden file like ENOENT, a limit like `MemoryError`. After the
 child failed, `sandbox_note` looks at what is known (the launch's policy and limits, the proxy's
 refusals since the spawn, the exit status and stderr tail) and asks `sandbox.denials` for the
-sentence; None when nothing points at the sandbox, so the usual message stands alone.
+sentence; None when nothing points at the sandbox, so the usual message stands alone. A child
+that lives on but whose tool failed on a refused write gets the same sentence from
+`refused_write_note`, after the tool's own error text.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bridge.wording import one_line
 from sandbox import FilteringProxy, Launch, explain_exit, explain_network, explain_path
 from sandbox.policy import hidden_by
 
@@ -26,6 +29,8 @@ NETWORK_FAILED = re.compile(  # as clients print them; case matters ("FileNotFou
     r"fetch failed|ConnectError|Tunnel connection failed"
 )
 WRITE_DENIED = re.compile(r"Read-only file system|EROFS|Permission denied|EACCES|Operation not permitted|EPERM")
+NOTE_LIMIT = 600
+READ_ONLY = re.compile(r"Read-only file system|EROFS")  # only a mount says this: the sandbox's
 MISSING = re.compile(r"No such file or directory|ENOENT|not found", re.IGNORECASE)
 QUOTED_PATH = re.compile(r"""['"`](/[^'"`\n]+)['"`]|(?<![\w/.])(/(?:[\w.@+-]+/)*[\w.@+-]+)""")
 
@@ -47,6 +52,20 @@ def sandbox_note(
     if launch.policy.network == "deny" and NETWORK_FAILED.search(tail):
         return explain_network(launch.policy)
     return None
+
+
+def refused_write_note(launch: Launch | None, error_text: str) -> str | None:
+    """The sandbox's part in a tool's own error: a write it refused inside the tool (EROFS, EACCES
+    in the error's text), naming the path and `write_paths`; None when nothing points at it."""
+    if launch is None or launch.policy is None or not WRITE_DENIED.search(error_text):
+        return None
+    note = _path_note(launch, error_text.splitlines())
+    if note is None and READ_ONLY.search(error_text):
+        note = (
+            "the sandbox refused a write: children may write only the workspace, their private home "
+            "and /tmp, and the server's write_paths (developer config)"
+        )
+    return f"[{one_line(note, NOTE_LIMIT)}]" if note is not None else None  # its path is the tool's text
 
 
 def _denied_hosts(launch: Launch, proxy: FilteringProxy | None) -> list[str]:

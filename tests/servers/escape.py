@@ -4,6 +4,8 @@ Every tool reports the outcome as text instead of raising, so a denial reaches t
 normal tool result:
 
 - ``write(path, text)``  -> ``"ok"`` or ``"denied: <errno name>"``
+- ``save(path, text)``   -> ``"saved"``, or the tool's own error (the OSError's text), as most
+  servers report a failed write
 - ``read(path)``         -> the file's content or ``"denied: <errno name>"``
 - ``connect(host, port)``-> ``"connected"`` or ``"refused: <errno name or exception>"``
 - ``env()``              -> ``json.dumps(dict(os.environ))``
@@ -51,6 +53,13 @@ def write(path: str, text: str) -> str:
     except OSError as exc:
         return f"denied: {_reason(exc)}"
     return "ok"
+
+
+@mcp.tool(description="Write a file with the text, as most servers do: a refused write is the tool's error.")
+def save(path: str, text: str) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return "saved"
 
 
 @mcp.tool(description="Try to read a file: its content or 'denied: <errno>'.")
