@@ -357,7 +357,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             rules = self._policy(name)
             if wanted is None:
                 refusals = {tool.name: policy.refused(rules, tool) or unrunnable.get(tool.name) for tool in tools}
-                changed = await self.drift.check(name, spec, tools)
+                changed = await self.drift.check(name, spec, tools, call.abilities)
                 catalog, text = output.catalog(name, tools, self.settings.max_chars, refusals, changed)
                 return Reply(text=text, data=catalog)
             found = next((tool for tool in tools if tool.name == wanted), None)
