@@ -7,6 +7,7 @@ it sits at the bottom of the package with the settings and the errors.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Container
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -22,6 +23,7 @@ from fastmcp.server.http import StreamableHTTPASGIApp
 from mcp import Client
 from mcp.client._transport import TransportStreams
 from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.client.auth.utils import union_scopes
 from mcp.client.session import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
@@ -29,7 +31,7 @@ from mcp.server.runner import _has_modern_envelope, _serve_legacy_stream, _serve
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared._stream_protocols import ReadStream, WriteStream
-from mcp.shared.auth import AuthorizationCodeResult
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
 from mcp.shared.message import SessionMessage
 from starlette.applications import Starlette
 
@@ -159,15 +161,23 @@ class StoredOAuth(OAuthClientProvider):
         storage: SharedTokenStorage,
         redirect_handler: Callable[[str], Awaitable[None]] | None = None,
         callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
+        client: OAuthClientInformationFull | None = None,
+        client_metadata_url: str | None = None,
+        step_up_scope: str | None = None,
     ) -> None:
+        """`client`: the operator's client (its secret is held here, in memory, never stored);
+        `step_up_scope`: scopes a sign-in asks for on top of what the server's challenge names."""
         super().__init__(
             server_url=server_url,
             client_metadata=client_metadata,
             storage=storage,
             redirect_handler=redirect_handler,
             callback_handler=callback_handler,
+            client_metadata_url=client_metadata_url,
         )
         self._shared = storage
+        self._client = client
+        self._step_up_scope = step_up_scope
         # One flow at a time, reload included: a reload while another request is mid-refresh would
         # put back the tokens that refresh is replacing (the SDK's own lock covers only its flow).
         self._one_at_a_time = anyio.Lock()
@@ -175,10 +185,45 @@ class StoredOAuth(OAuthClientProvider):
     async def _reload(self) -> None:
         context = self.context
         context.current_tokens = await self._shared.get_tokens()
-        context.client_info = await self._shared.get_client_info()
+        context.client_info = self._client or await self._shared.get_client_info()
         expires_at = self._shared.expires_at
         context.token_expiry_time = None if expires_at is None else expires_at - REFRESH_MARGIN_S
         self._initialized = True
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        """The SDK's authorization, asking also for the step-up scope (the SDK takes the scope from
+        the unsigned request's challenge, which names only what that request needed), and sending
+        the operator's secret the way the server's metadata asks when the operator did not say."""
+        context = self.context
+        if self._step_up_scope:
+            context.client_metadata.scope = union_scopes(context.client_metadata.scope, self._step_up_scope)
+        client = context.client_info
+        if client is not None and client is self._client and client.client_secret and context.oauth_metadata is not None:
+            offered = context.oauth_metadata.token_endpoint_auth_methods_supported or ["client_secret_basic"]
+            if client.token_endpoint_auth_method not in offered and "client_secret_post" in offered:
+                context.client_info = client.model_copy(update={"token_endpoint_auth_method": "client_secret_post"})
+        return await super()._perform_authorization()
+
+    async def _legacy_metadata(self, request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+        """2025-03-26 servers (no protected-resource metadata) publish authorization server metadata
+        at their own origin's well-known path, often naming an issuer below it (`origin/oauth`); the
+        SDK requires the origin itself (RFC 8414 §3.3, `validate_metadata_issuer` in
+        `mcp/client/auth/oauth2.py`, `_auth_flow`) and refuses them. An issuer on the same origin
+        names the same server, so it is read as the origin; any other issuer is still refused."""
+        context = self.context
+        if context.auth_server_url is not None or request.method != "GET" or response.status_code != 200:
+            return response
+        origin = context.get_authorization_base_url(context.server_url)
+        if str(request.url) != f"{origin}/.well-known/oauth-authorization-server":
+            return response
+        try:
+            metadata = json.loads(await response.aread())
+        except ValueError:
+            return response
+        issuer = metadata.get("issuer") if isinstance(metadata, dict) else None
+        if not isinstance(issuer, str) or issuer.rstrip("/") == origin or not issuer.startswith(f"{origin}/"):
+            return response
+        return httpx2.Response(200, json={**metadata, "issuer": origin}, request=request)
 
     def _needs_refresh(self) -> bool:
         return not self.context.is_token_valid() and self.context.can_refresh_token()
@@ -205,7 +250,7 @@ class StoredOAuth(OAuthClientProvider):
             try:
                 outgoing = await flow.__anext__()
                 while True:
-                    response = yield outgoing
+                    response = await self._legacy_metadata(outgoing, (yield outgoing))
                     if outgoing is request and response.status_code == 401 and not retried and self.context.can_refresh_token():
                         retried = True
                         await flow.aclose()

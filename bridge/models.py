@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sandbox.environment import steers_the_child
 from sandbox.network import NetworkSetting, normalize_hosts
@@ -60,13 +60,63 @@ class _Spec(BaseModel):
     )
 
 
+_SECRET_REFERENCE = re.compile(r"^\$\{env:[A-Za-z_][A-Za-z0-9_]*\}$")
+
+
 class OAuthClient(BaseModel):
-    """Developer-only: how the bridge signs in to a server that offers no dynamic client registration."""
+    """Developer-only: the client the bridge signs in as, when the operator set one up with the server.
+
+    Secrets are references (`${env:NAME}`), read from the bridge's environment when a connection is
+    made: never written to the registry, a token file, a listing or a log. Without any of this the
+    bridge registers itself (dynamic client registration) where the server allows it.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     client_id: str | None = Field(None, description="A client registered with the server's authorization server.")
     scopes: tuple[str, ...] = Field((), description="Scopes to ask for; else the server's metadata decides.")
+    client_secret: str | None = Field(None, description="The client's secret, as `${env:NAME}`.")
+    private_key: str | None = Field(
+        None, description="A PEM private key, as `${env:NAME}`: client_credentials authenticated by a signed JWT."
+    )
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = Field(
+        None, description="How a secret goes to the token endpoint; unset: what the server's metadata asks for."
+    )
+    client_metadata_url: str | None = Field(
+        None, description="An https URL of the bridge's client ID metadata document (CIMD), where servers support it."
+    )
+    grant: Literal["authorization_code", "client_credentials"] = Field(
+        "authorization_code", description="client_credentials: machine to machine, no user sign-in."
+    )
+    signing_algorithm: str = Field("RS256", description="The JWT algorithm for `private_key` (RS256, ES256, ...).")
+    issuer: str | None = Field(
+        None, description="The authorization server these credentials belong to: they are sent to no other."
+    )
+
+    @field_validator("client_secret", "private_key")
+    @classmethod
+    def _by_reference(cls, value: str | None) -> str | None:
+        if value is not None and not _SECRET_REFERENCE.fullmatch(value):
+            raise ValueError("must be a reference to the bridge's environment, ${env:NAME}, never the secret itself")
+        return value
+
+    @field_validator("client_metadata_url")
+    @classmethod
+    def _https(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https://[^/\s]+/\S+", value):
+            raise ValueError("must be an https URL with a path (the client ID metadata document)")
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> OAuthClient:
+        one_credential = (self.client_secret is None) != (self.private_key is None)
+        if self.grant == "client_credentials" and (self.client_id is None or not one_credential):
+            raise ValueError("grant client_credentials needs client_id and either client_secret or private_key")
+        if self.private_key is not None and self.grant != "client_credentials":
+            raise ValueError("private_key is for grant client_credentials")
+        if (self.client_secret is not None or self.token_endpoint_auth_method is not None) and self.client_id is None:
+            raise ValueError("client_secret and token_endpoint_auth_method need client_id")
+        return self
 
 
 class HttpServerSpec(_Spec):

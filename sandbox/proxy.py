@@ -59,6 +59,7 @@ DENIALS_KEPT = 64
 DENIED_HEADER = "X-MCP-Bridge-Denied"
 MAX_CONNECTIONS_PER_CHILD = 64  # npm opens at most ~16 sockets at once; two per tunnel are held here
 RESOURCE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+EXHAUSTED_SAID_EVERY_S = 60  # a flood would log once a connection
 LOST_CONNECTION_ERRORS = frozenset({errno.ECONNABORTED, errno.EPROTO, errno.EPERM})  # accept(2): that one is gone
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
@@ -189,7 +190,7 @@ class FilteringProxy:
         self._connections: Counter[object] = Counter()  # open connections per child (`_peer`)
         self._warned: set[object] = set()  # children told of the bound, until their count drops to 0
         self._folders: set[Path] = set()  # socket folders this proxy made, removed when it stops
-        self._exhausted = False  # out of descriptors (said once) until an accept succeeds
+        self._exhausted_said = -EXHAUSTED_SAID_EVERY_S  # when "out of descriptors" was last logged
         self._waited = False  # out of descriptors and a connection is waiting: end it
         self._spare: int | None = None  # given up to accept and end one connection when out of fds
 
@@ -256,7 +257,7 @@ class FilteringProxy:
                             route.socket.unlink(missing_ok=True)
                         return
                     continue
-                self._exhausted = self._waited = False
+                self._waited = False
                 peer = _peer(client, route)
                 if self._connections[peer] >= MAX_CONNECTIONS_PER_CHILD:
                     self._tg.start_soon(self._busy, client, peer)
@@ -279,8 +280,8 @@ class FilteringProxy:
             return False
         raw: socket.socket = listener.extra(SocketAttribute.raw_socket)
         if not self._waited:
-            if not self._exhausted:
-                self._exhausted = True  # said once, until an accept succeeds again
+            if time.monotonic() - self._exhausted_said > EXHAUSTED_SAID_EVERY_S:
+                self._exhausted_said = time.monotonic()
                 log.warning("proxy out of descriptors (%s): ending connections until some close", os.strerror(number or 0))
             self._waited = True
             await anyio.wait_readable(raw)

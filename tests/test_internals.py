@@ -66,10 +66,13 @@ def test_the_sdk_oauth_client_still_has_the_parts_stored_oauth_drives() -> None:
         server_url=spec.url, client_metadata=oauth_client_metadata(spec), storage=None  # type: ignore[arg-type]
     )
     context = provider.context
-    for name in ("current_tokens", "client_info", "token_expiry_time"):
+    for name in ("current_tokens", "client_info", "token_expiry_time", "oauth_metadata", "auth_server_url", "client_metadata"):
         assert hasattr(context, name), name
     assert callable(context.is_token_valid) and callable(context.can_refresh_token)
+    assert context.get_authorization_base_url(spec.url) == "http://127.0.0.1:9"
     assert provider._initialized is False
+    # StoredOAuth widens the SDK's authorization step (step-up scope, the secret's method).
+    assert inspect.iscoroutinefunction(OAuthClientProvider._perform_authorization)
 
 
 def test_live_http_sessions_sees_a_session_open_and_end() -> None:

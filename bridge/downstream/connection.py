@@ -107,7 +107,9 @@ class Connection:
         # The child printed only text that is not JSON-RPC (for a while, or until its stdout ended).
         self.not_mcp = False
         self.statuses: list[int] = []
-        self.challenged = False  # a 401 with a Bearer challenge came back
+        self.challenged = False  # the MCP endpoint answered 401
+        # The MCP endpoint answered 403 insufficient_scope, naming these scopes ("" when it named none).
+        self.step_up_scope: str | None = None
         self.requested: set[str] = set()  # every URL an HTTP request went to
         self.redirect: Redirect | None = None  # the latest redirect answer
         self.content_type = ""  # of the latest answer
@@ -158,7 +160,7 @@ class Connection:
                 "child_exited", f"The server process exited with code {code}.{said}{last}",
                 exit_code=code, stderr_tail=tail, **extra,
             )  # fmt: skip
-        if (self.challenged and 401 in statuses) or any(isinstance(leaf, OAuthFlowError) for leaf in leaves):
+        if self.challenged or self.step_up_scope is not None or any(isinstance(leaf, OAuthFlowError) for leaf in leaves):
             return self._sign_in_needed()
         if any(isinstance(leaf, TimeoutError | httpx2.TimeoutException) for leaf in leaves):
             if child is not None and child.never_spoke_mcp:
@@ -199,8 +201,24 @@ class Connection:
         return BridgeError("protocol_error", f"The server's answer is not a JSON-RPC message{seen}.")
 
     def _sign_in_needed(self) -> BridgeError:
-        """A 401 with a Bearer challenge, or a sign-in that can no longer be refreshed."""
+        """A 401 from the MCP endpoint, a 403 asking for more scope, or a sign-in that can no longer
+        be refreshed."""
         command = f"mcp-bridge auth login {self.name}"
+        spec = self.spec
+        if isinstance(spec, HttpServerSpec) and spec.oauth is not None and spec.oauth.grant == "client_credentials":
+            return BridgeError(
+                "auth_required",
+                f"The server {self.name!r} refused the bridge's client credentials (config.MCP_SERVERS oauth); "
+                "the operator must check them. No user sign-in can help.",
+            )
+        if self.step_up_scope is not None:
+            return BridgeError(
+                "auth_required",
+                f"The server {self.name!r} needs a sign-in with more scope ({self.step_up_scope or 'unnamed'}). Ask the "
+                f"user to run `{command}` in a terminal on the machine running the bridge, then call again.",
+                command=command,
+                scope=self.step_up_scope,
+            )
         return BridgeError(
             "auth_required",
             f"The server {self.name!r} needs the user to sign in with OAuth. Ask the user to run `{command}` "

@@ -6,6 +6,7 @@ memory used; one JSON body or SSE event is held to `MAX_MESSAGE_BYTES`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
     from bridge.downstream.connection import Connection
 
 _MIB = 1024 * 1024
+MAX_SCOPE_CHARS = 1000  # of a step-up challenge: each step-up asks for more, so this bounds their number
+_CHALLENGE_FIELD = re.compile(r'(?:^|[\s,])([A-Za-z_]+)=(?:"([^"]*)"|([^\s,]*))')
+
+
+def _challenge_field(challenge: str, name: str) -> str | None:
+    """One parameter of a `WWW-Authenticate: Bearer` challenge (RFC 6750 §3), quoted or not."""
+    for key, quoted, bare in _CHALLENGE_FIELD.findall(challenge):
+        if key.lower() == name:
+            return quoted or bare
+    return None
 
 
 @dataclass(frozen=True)
@@ -77,11 +88,16 @@ async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncI
     async def watch(response: httpx2.Response) -> None:
         """Record what came back; never decode, and cap every body but an event stream (the SDK caps each event)."""
         connection.statuses.append(response.status_code)
-        challenge = response.headers.get("www-authenticate", "").lower()
-        if response.status_code == 401 and challenge.startswith("bearer") and "resource_metadata" in challenge:
-            connection.challenged = True  # an OAuth-protected MCP resource (RFC 9728) said: sign in
         connection.content_type = response.headers.get("content-type", "")[:100]
         sent_to = response.request.url.copy_with(fragment=None)
+        if response.status_code == 401 and sent_to == endpoint:
+            # Any 401 of the MCP endpoint (not of a discovery or token request): the spec's discovery,
+            # run by the sign-in, decides whether a sign-in can answer it.
+            connection.challenged = True
+        if response.status_code == 403 and sent_to == endpoint:
+            challenge = response.headers.get("www-authenticate", "")
+            if _challenge_field(challenge, "error") == "insufficient_scope":
+                connection.step_up_scope = (_challenge_field(challenge, "scope") or "")[:MAX_SCOPE_CHARS]
         connection.requested.add(str(sent_to))
         if response.has_redirect_location:
             target = sent_to.join(response.headers["location"]).copy_with(fragment=None)
@@ -94,6 +110,7 @@ async def http_transport(connection: Connection, spec: HttpServerSpec) -> AsyncI
         if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
             response.stream = _CappedBody(response.stream, connection)
 
+    endpoint = httpx2.URL(spec.url).copy_with(fragment=None)
     headers = {name: value for name, value in spec.headers.items() if name.lower() != "accept-encoding"}
     headers["Accept-Encoding"] = "identity"
     timeout = httpx2.Timeout(connection.settings.timeout)

@@ -401,6 +401,10 @@ class Sessions:
         self._retire(live, kill=kill)
         await live.closed.wait()
 
+    def live(self, name: str) -> bool:
+        """Whether a session to the server is open now (asking it again costs no start)."""
+        return any(live.client is not None and not live.stopping for live in self._live.get(name, []))
+
     async def evict(self, name: str) -> None:
         """Close a server's sessions now and lift any back-off (its entry changed or was removed)."""
         self.backoff.reset(name)
@@ -464,7 +468,14 @@ class Sessions:
                     raise error from exc
                 raise
             if isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
-                raise live.connection.classify(exc) from exc  # the server answered: the session is sound
+                error = live.connection.classify(exc)
+                if error.code != "auth_required":
+                    raise error from exc  # the server answered: the session is sound
+                # Opened before a sign-in, or signed with tokens no longer good: the next call,
+                # after the sign-in, needs a session that carries the new tokens.
+                with anyio.CancelScope(shield=True):
+                    await self._close(live, kill=False)
+                raise error from exc
             with anyio.CancelScope(shield=True):
                 await self._close(live, kill=True)
             raise live.connection.classify(exc) from exc

@@ -1,9 +1,11 @@
 """OAuth tokens for downstream servers that sign in: one file per server, shared by every bridge process.
 
-`<state>/oauth/servers/<name>.json` (0600, written atomically under a lock) holds the client the
-bridge registered, the tokens and when the access token expires (absolute: a process that reads it
-later must not restart the clock). The file is bound to the server's URL: tokens are never sent to
-another URL registered under the same name later. Tokens never go to `servers.json`, a listing, an
+`<state>/oauth/servers/<name>.json` (0600, written atomically under a lock) holds, per URL, the
+client the bridge registered, the tokens and when the access token expires (absolute: a process
+that reads it later must not restart the clock). A sign-in is bound to its URL: tokens are never
+sent to another URL registered under the same name later, and a dynamic entry that shadows a
+config entry of the same name (another URL) neither overwrites nor, removed, forgets the
+developer's sign-in. Tokens never go to `servers.json`, a listing, an
 error or the audit log; children cannot read the state directory.
 
 It is the MCP SDK's `TokenStorage`, so its `OAuthClientProvider` reads and writes through it.
@@ -36,9 +38,18 @@ class _Saved(BaseModel):
     expires_at: float | None = None
 
 
-def _parse(data: Any) -> _Saved:
+class _SignIns(BaseModel):
+    """The file: each URL's sign-in under the same server name."""
+
+    by_url: dict[str, _Saved] = {}
+
+
+def _parse(data: Any) -> _SignIns:
     try:
-        return _Saved.model_validate(data)
+        if isinstance(data, dict) and "url" in data:  # one sign-in, as the first files were written
+            saved = _Saved.model_validate(data)
+            return _SignIns(by_url={saved.url: saved})
+        return _SignIns.model_validate(data)
     except ValidationError as exc:
         raise Unreadable(f"not a token file: {exc.errors()[0]['msg']}") from None
 
@@ -51,13 +62,15 @@ class ServerTokens:
         self.url = url
         self._file = JsonFile(self.path, _parse)
 
+    def _all(self) -> _SignIns:
+        try:
+            return self._file.read() or _SignIns()
+        except Unreadable:
+            return _SignIns()
+
     def _saved(self) -> _Saved | None:
         """What is kept for this server at this URL; None when nothing is, or only for another URL."""
-        try:
-            saved = self._file.read()
-        except Unreadable:
-            return None
-        return saved if saved is not None and saved.url == self.url else None
+        return self._all().by_url.get(self.url)
 
     @property
     def signed_in(self) -> bool:
@@ -69,16 +82,31 @@ class ServerTokens:
         saved = self._saved()
         return saved.expires_at if saved is not None else None
 
+    def _publish(self, kept: _SignIns) -> None:
+        self._file.publish(kept.model_dump(mode="json", exclude_none=True))
+
     def _update(self, **changes: Any) -> None:
         with self._file.locked():
-            saved = self._saved() or _Saved(url=self.url)
-            self._file.publish(saved.model_copy(update=changes).model_dump(mode="json", exclude_none=True))
+            kept = self._all()
+            saved = kept.by_url.get(self.url) or _Saved(url=self.url)
+            kept.by_url[self.url] = saved.model_copy(update=changes)
+            self._publish(kept)
 
     def forget(self) -> bool:
-        """Drop the sign-in; whether there was one."""
-        existed = self.path.exists()
-        self.path.unlink(missing_ok=True)
-        return existed
+        """Drop the sign-in at this URL (another URL's under the same name stays); whether there was one."""
+        with self._file.locked():
+            try:
+                kept = self._file.read() or _SignIns()
+            except Unreadable:  # nothing in it can be used: it goes
+                self.path.unlink(missing_ok=True)
+                return True
+            if kept.by_url.pop(self.url, None) is None:
+                return False
+            if kept.by_url:
+                self._publish(kept)
+            else:
+                self.path.unlink(missing_ok=True)
+            return True
 
     # -- the SDK's TokenStorage ----------------------------------------------------------------
 

@@ -363,7 +363,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             rules = self._policy(name)
             if wanted is None:
                 refusals = {tool.name: policy.refused(rules, tool) or unrunnable.get(tool.name) for tool in tools}
-                changed = await self.drift.check(name, spec, tools)
+                changed = await self.drift.check(name, spec, tools, call.abilities)
                 catalog, text = output.catalog(name, tools, self.settings.max_chars, refusals, changed)
                 return Reply(text=text, data=catalog)
             found = next((tool for tool in tools if tool.name == wanted), None)
@@ -488,7 +488,10 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             restored = await anyio.to_thread.run_sync(self.registry.remove, checked)
             await self.runtime.run_async(lambda: self.sessions.evict(checked))
             await anyio.to_thread.run_sync(self._drop_home, checked)
-            if isinstance(spec, HttpServerSpec):  # a removed server's sign-in is forgotten with it
+            shadowed = self.registry.config_servers.get(checked)
+            if isinstance(spec, HttpServerSpec) and not (isinstance(shadowed, HttpServerSpec) and shadowed.url == spec.url):
+                # A removed server's sign-in is forgotten with it, its URL's only: the developer's
+                # sign-in to the config entry it shadowed stays (the same URL's too: it is theirs).
                 self.tokens(checked, spec).forget()
             text = f"Removed {checked}." + (" The developer's config entry of that name applies again." if restored else "")
             return Reply(text=text, data=RemoveResult(name=checked, restored_config_entry=restored))

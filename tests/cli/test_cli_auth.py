@@ -67,7 +67,9 @@ def sign_in(cli_dirs: CliDirs) -> subprocess.CompletedProcess[str]:
 
 
 def stored(cli_dirs: CliDirs) -> dict[str, Any]:
-    return json.loads((cli_dirs.state / "oauth" / "servers" / "remote.json").read_text())
+    """The one sign-in kept for `remote` (the file keeps one per URL)."""
+    (kept,) = json.loads((cli_dirs.state / "oauth" / "servers" / "remote.json").read_text())["by_url"].values()
+    return kept  # type: ignore[no-any-return]
 
 
 def test_a_server_that_asks_for_oauth_is_auth_required_until_signed_in_then_refreshes_by_itself(
@@ -167,9 +169,9 @@ def test_a_token_the_server_rejects_early_is_refreshed_on_the_401(
     cli("servers", "add", "remote", "--url", f"{oauth_server}/mcp")
     assert sign_in(cli_dirs).returncode == 0
     store = cli_dirs.state / "oauth" / "servers" / "remote.json"
-    kept = json.loads(store.read_text())
+    kept = stored(cli_dirs)
     kept["expires_at"] = kept["expires_at"] + 3600  # the bridge believes the token good for an hour
-    store.write_text(json.dumps(kept))
+    store.write_text(json.dumps({"by_url": {kept["url"]: kept}}))
     rejected = kept["tokens"]["access_token"]
     probe = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     for _ in range(200):  # wait until the server itself has let the token expire (it lives 2 s)

@@ -3,8 +3,9 @@
 - the MCP Inspector CLI (`@modelcontextprotocol/inspector`, which needs Node >= 22.19: the npm package
   `node@22` brings one, since the machine's node may be older) lists and calls the bridge's tools
   over stdio and HTTP, in the handshake era and the 2026-07-28 era, and its exit codes are asserted:
-  0 for a result, 3 when authentication is required, 5 for a tool result with `isError`;
-- `@modelcontextprotocol/conformance` runs its server scenarios against HTTP mode.
+  0 for a result, 3 when authentication is required, 5 for a tool result with `isError`.
+
+The conformance suite (`@modelcontextprotocol/conformance`) runs in `test_conformance.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from bridge_proc import (
@@ -27,7 +27,6 @@ from bridge_proc import (
 
 NODE22 = NODE_MODULES / "node/bin/node"
 INSPECTOR = NODE_MODULES / "@modelcontextprotocol/inspector/clients/launcher/build/index.js"
-CONFORMANCE = NODE_MODULES / "@modelcontextprotocol/conformance/dist/index.js"
 TOKEN = "inspector-token-5d0c8e71a2b94f36"
 INSPECTOR_OK, INSPECTOR_AUTH_REQUIRED, INSPECTOR_TOOL_ERROR = 0, 3, 5
 
@@ -35,7 +34,7 @@ INSPECTOR_OK, INSPECTOR_AUTH_REQUIRED, INSPECTOR_TOOL_ERROR = 0, 3, 5
 @pytest.fixture(scope="module")
 def dirs() -> Iterator[dict[str, str]]:
     with workdirs() as made:
-        for tool in (NODE22, INSPECTOR, CONFORMANCE):
+        for tool in (NODE22, INSPECTOR):
             assert tool.is_file(), f"{tool} is missing: run scripts/test.sh, which installs tests/node"
         yield made
 
@@ -119,21 +118,3 @@ def test_inspector_without_the_token_is_turned_away(dirs: dict[str, str], guarde
     done = inspector(dirs, "legacy", "--stored-auth-only", "--method", "tools/list", "--server-url", guarded.url)
     assert done.returncode == INSPECTOR_AUTH_REQUIRED
     assert "auth_required" in done.stderr and "mcp_list_tools" not in done.stdout
-
-
-@pytest.fixture(scope="module")
-def open_bridge(dirs: dict[str, str]) -> Iterator[HttpBridge]:
-    """Conformance cannot send a token: it meets the loopback-only, no-auth mode."""
-    with http_bridge(host_env(dirs)) as running:
-        yield running
-
-
-@pytest.mark.parametrize("scenario", ["server-initialize", "tools-list", "ping", "dns-rebinding-protection"])
-def test_conformance_scenario_passes_against_http_mode(
-    dirs: dict[str, str], open_bridge: HttpBridge, scenario: str, tmp_path: Path
-) -> None:
-    command = [str(NODE22), str(CONFORMANCE), "server", "--url", open_bridge.url, "--scenario", scenario, "-o", str(tmp_path)]
-    done = subprocess.run(command, env=node_env(dirs), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stdout + done.stderr
-    checks = [check for path in tmp_path.glob("*/checks.json") for check in json.loads(path.read_text())]
-    assert checks and all(check["status"] == "SUCCESS" for check in checks), checks
