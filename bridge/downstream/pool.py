@@ -414,6 +414,10 @@ class Sessions:
         self._retire(live, kill=kill)
         await live.closed.wait()
 
+    def live(self, name: str) -> bool:
+        """Whether a session to the server is open now (asking it again costs no start)."""
+        return any(live.client is not None and not live.stopping for live in self._live.get(name, []))
+
     async def evict(self, name: str) -> None:
         """Close a server's sessions now and lift any back-off (its entry changed or was removed)."""
         self.backoff.reset(name)
