@@ -290,7 +290,13 @@ class Registry:
                         "forbidden",
                         f"{name!r} is provisioned by the developer and cannot be removed from the conversation.",
                     )
-                raise BridgeError("unknown_server", f"No dynamic server named {name!r} to remove.")
+                raise not_found(
+                    "unknown_server",
+                    f"No dynamic server named {name!r} to remove.",
+                    name,
+                    list(content.entries),
+                    "Call mcp_list_tools without a server to see them.",
+                )
             del content.entries[name]
             content.baselines.pop(name, None)
             self._write(content)
