@@ -165,7 +165,7 @@ def main() -> None:
         cold, warm, count = search_times(Path(tmp) / "time")
         print(f"search over {count} tools: cold (new process, first search) {cold:.2f} ms, warm median {warm:.2f} ms")
         if args.servers:
-            from bench_index import first_index  # the HTTP servers: a helper of its own
+            from bench_index import first_index
 
             print(first_index(args.servers, Path(tmp) / "index"))
 

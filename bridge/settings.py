@@ -32,6 +32,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 import sandbox
 from bridge.errors import describe_validation
 from bridge.models import ENV_NAME, NAME_PATTERN
+from bridge.wording import quoted
 from sandbox.limits import Limits
 from sandbox.network import NetworkSetting, normalize_hosts
 
@@ -199,6 +200,11 @@ class Settings(BaseSettings):
         description="Env vars a header or env_json may name as ${env:NAME}: NAME, NAME@host (host may use * wildcards) "
         "or NAME@server:<name> (the env of that stdio server).",
     )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info",
+        description="The bridge's own log lines on stderr from this level; debug also shows its dependencies' "
+        "(httpx, the SDK, FastMCP, uvicorn), which log from WARNING otherwise.",
+    )
     tool_shape: Literal["auto", "chatgpt", "standard"] = Field(
         "auto", description="tools/list shape: per client (auto), always ChatGPT's, or always strict 2020-12."
     )
@@ -271,6 +277,11 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator("sandbox_network", mode="before")
     @classmethod
@@ -362,8 +373,16 @@ class Settings(BaseSettings):
 
 
 def describe_error(exc: ValidationError) -> str:
-    """Name each bad setting and its variable, never the value given: it may be a secret."""
-    return describe_validation(exc, name=lambda field: f"{field} (MCP_{field.upper()})")
+    """Name each bad setting, its variable and the value refused, quoted (`MCP_TIMEOUT='5s'`), but
+    never the value of a secret (`MCP_AUTH_TOKEN`)."""
+    secrets = {name for name, field in Settings.model_fields.items() if "SecretStr" in str(field.annotation)}
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"])
+        given = error.get("input")
+        shown = f"={quoted(given, 200)}" if isinstance(given, str) and error["loc"] and where not in secrets else ""
+        problems.append(f"{where} (MCP_{where.upper()}{shown}): {error['msg']}")
+    return "; ".join(problems)
 
 
 def misspelt(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:

@@ -44,6 +44,7 @@ SHED_WAIT_S = 0.1
 THREAD_STACK = 256 * 1024  # a pump needs little; 8 MiB each would weigh on the memory limit
 
 libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]  # variadic
 
 
 class SockFprog(ctypes.Structure):

@@ -80,7 +80,9 @@ class SandboxConfig:
     gate overlaps with bwrap's setup. `own_paths`: the bridge's own code, interpreter and venv,
     and its checkout: read-only inside a writable root, and no writable root may lie inside one.
     `scan_max_dirs`: most folders a writable root may hold (its nested repositories are all found
-    and kept read-only; a root past the bound is refused).
+    and kept read-only; a root past the bound is refused). `child_writable`: every folder some
+    server's child may write besides the workspace (each config server's `write_paths`): a
+    program chain that passes through one grants nothing, whichever server runs it.
     """
 
     backend: Literal["auto", "bubblewrap", "seatbelt", "none"]
@@ -95,6 +97,7 @@ class SandboxConfig:
     pids_cgroup: bool = True
     own_paths: tuple[Path, ...] = ()
     scan_max_dirs: int = SCAN_MAX_DIRS
+    child_writable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -262,14 +265,17 @@ def plan_launch(
     )  # fmt: skip
 
 
-def check_runnable(executable: str, policy: Policy, *, path_env: str = DEFAULT_PATH) -> str | None:
+def check_runnable(
+    executable: str, policy: Policy, *, path_env: str = DEFAULT_PATH, writable: tuple[Path, ...] | None = None
+) -> str | None:
     """Why `executable` cannot start under `policy`, or None: missing, not executable, no #!
     line, or a file of its chain (interpreter, venv base) hidden by the sandbox, including one
-    that only a file in a writable root names (see `programs.py`: such a chain grants nothing)."""
+    that only a file in a `writable` root names (default: the policy's; see `programs.py`: such
+    a chain grants nothing)."""
     chain = program_chain(executable, path_env)
     if chain.problem is not None:
         return chain.problem
-    through = reached_through(chain.files, policy.writable)
+    through = reached_through(chain.files, policy.writable if writable is None else writable)
     for path in chain.files:
         hider = hidden_by(policy, path, follow=False)  # each hop is a file of the chain
         if hider is not None and path in through:
@@ -350,9 +356,7 @@ def _plan(
     homes_dir = config.homes_dir or default_homes_dir(dict(os.environ), home)
     private_home = home_path(homes_dir, _server_key(server_name, command, args))
     chain = program_chain(executable, path_env)
-    writable = tuple(
-        Path(os.path.realpath(Path(p).expanduser())) for p in (config.workspace, *write_paths, private_home)
-    )
+    writable = _child_writable(config, write_paths, homes_dir, platform)
     launcher = is_package_launcher(executable, args) and _installed_launcher(executable, chain.files, writable)
     setting = effective_network(network, config.network, launcher=launcher)
     mode, hosts = _network_mode(setting, home)
@@ -367,10 +371,21 @@ def _plan(
         proxy_socket=proxy_socket, empty_file=homes_dir / EMPTY_FILE, empty_dir=homes_dir / EMPTY_DIR,
         held=held, own_paths=config.own_paths, scan_max_dirs=config.scan_max_dirs,
     )  # fmt: skip
-    problem = check_runnable(executable, policy, path_env=path_env)
+    problem = check_runnable(executable, policy, path_env=path_env, writable=writable)
     if problem is None and hidden_by(policy, cwd) is not None:
         problem = f"the working directory {cwd} is hidden from children; use a folder in the workspace"
     return Plan(executable, policy, backend.name, setting, private_home, problem)
+
+
+def _child_writable(
+    config: SandboxConfig, write_paths: tuple[str, ...], homes_dir: Path, platform: Literal["linux", "darwin"]
+) -> tuple[Path, ...]:
+    """Every folder a child of any server may write: the workspace, write paths (this server's and
+    every other's), all private homes, and on macOS the children's temp dirs (Linux ones are private)."""
+    spelled = [config.workspace, *write_paths, *config.child_writable, homes_dir]
+    if platform == "darwin":
+        spelled.append(CHILD_TMP_PARENT_DARWIN)
+    return tuple(dict.fromkeys(Path(os.path.realpath(Path(p).expanduser())) for p in spelled))
 
 
 def _installed_launcher(executable: str, files: tuple[Path, ...], writable: tuple[Path, ...]) -> bool:

@@ -8,12 +8,12 @@ per file version (cached on path, PATH, inode, mtime and mode), since every spaw
 again.
 
 The rule (issue 27): nothing a child or the model can write decides a mount. A chain is followed
-in order, and once it passes through a writable root (the workspace, a write path, the private
-home: a symlink, a script, a `pyvenv.cfg` there), every later file outside the writable roots was
-named by something a child could have planted, so it grants nothing: it is not exposed, and if
-the sandbox hides it the command is refused (`reached_through`, `granted`) with the reason. A
-chain that leads out of a writable root to something children see anyway (`/usr/bin/python3`)
-still runs.
+in order, and once it passes through a folder a child can write (the workspace, any server's
+write paths, the private homes: a symlink, a script, a `pyvenv.cfg` there), every later file
+outside those folders was named by something a child could have planted, so it grants nothing:
+it is not exposed, and if the sandbox hides it the command is refused (`reached_through`,
+`granted`) with the reason. A chain that leads out of a writable root to something children see
+anyway (`/usr/bin/python3`) still runs.
 """
 
 from __future__ import annotations

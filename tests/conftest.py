@@ -1,7 +1,8 @@
 """Fixtures for the bridge tests: a throwaway workspace and state dir, and Bridges that are always closed.
 
 The workspace and state dir live under /var/tmp, never /tmp: the sandbox gives stdio children a
-private /tmp, so a workspace there would not be the one the child sees.
+private /tmp, so a workspace there would not be the one the child sees. A run that writes into the
+checkout's own `work/` (a bridge started without `MCP_STATE_DIR`) fails, naming what it wrote.
 """
 
 from __future__ import annotations
@@ -21,6 +22,47 @@ from helpers import fixture_path
 
 from bridge.settings import Settings
 from bridge.tools import Bridge
+
+
+CHECKOUT_STATE = Path(__file__).resolve().parents[1] / "work"
+
+
+def _state_files() -> dict[str, tuple[int, int]]:
+    """Each file under the checkout's work/, with its size and modification time."""
+    return {
+        str(path.relative_to(CHECKOUT_STATE)): (stat.st_size, stat.st_mtime_ns)
+        for path in CHECKOUT_STATE.rglob("*")
+        if not path.is_dir() and (stat := path.lstat())
+    }
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the run's own process, not an xdist worker
+        session.config.stash[_STATE_BEFORE] = _state_files()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_STATE_BEFORE, None)
+    if before is None:
+        return
+    after = _state_files()
+    written = sorted(name for name, seen in after.items() if before.get(name) != seen)
+    if written:
+        session.config.stash[_STATE_WRITTEN] = written
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if written := config.stash.get(_STATE_WRITTEN, None):
+        terminalreporter.section("written into the checkout", red=True)
+        terminalreporter.line(
+            f"the run wrote {', '.join(written)} under {CHECKOUT_STATE}: a test started a bridge without "
+            "MCP_STATE_DIR (give it one of its temporary folders)"
+        )
+
+
+_STATE_BEFORE = pytest.StashKey[dict[str, tuple[int, int]]]()
+_STATE_WRITTEN = pytest.StashKey[list[str]]()
 
 
 @pytest.fixture

@@ -32,10 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 
-# Tool arguments other changes are adding at the same time as these pages (search's `query`):
-# accepted here until the tools' schemas carry them.
-PENDING_ARGUMENTS = {"mcp_list_tools": {"query"}}
-
 # Programs that are not ours: what a page shows of them is someone else's interface.
 OTHERS_PROGRAMS = {
     "cloudflared": "Cloudflare's tunnel: it dials Cloudflare, and tests dial nothing but loopback",
@@ -166,7 +162,7 @@ def check_tool_call(line: str, schemas: dict[str, dict[str, object]]) -> None:
     assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name), line
     name = call.func.id
     assert name in schemas, f"{name} is not one of the four tools"
-    known = set(schemas[name]["properties"]) | PENDING_ARGUMENTS.get(name, set())  # type: ignore[arg-type]
+    known = set(schemas[name]["properties"])
     for keyword in call.keywords:
         assert keyword.arg in known, f"{name} has no argument {keyword.arg}"
         value = ast.literal_eval(keyword.value)

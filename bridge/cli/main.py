@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 
-from bridge.cli.errors import EPILOG, CliError, Exit
+from bridge.cli.errors import EPILOG, CliError, Exit, Parser
 from bridge.wording import escaped, log_to_stderr
 
 
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: serving (the default) loads none of the commands' modules.
     from bridge.cli import audit, auth, desktop, importer, probe, servers
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="mcp-bridge",
         description="An MCP server with four fixed tools that reach other MCP servers.\n\n"
         "Without a command it serves (stdio by default): `mcp-bridge [--transport http] [--host H]\n"

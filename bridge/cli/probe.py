@@ -1,8 +1,13 @@
-"""`mcp-bridge probe NAME`: connect to a server and check each tool against what hosts accept.
+"""`mcp-bridge probe NAME`: connect to a server and say, for each tool, what `mcp_call_tool` does
+with it (the BRIDGE column) and, apart, what a host connected to the server directly would make of it.
 
-A finding is a *drop* when the host is known to refuse the tool (or the whole server), and a
-*warning* when the tool is accepted but falls short of what the host is reported to want (`RULES`).
-Sources: the research notes on hosts (ChatGPT, Claude) and `shapes.py`.
+Through the bridge a host sees only the bridge's own four tools, so a tool's schema dialect, name or
+task-only execution matter to `mcp_call_tool` alone: it calls the tool, runs it as a task, or
+refuses it (the tool policy, a task-only tool on a server that runs no tasks the bridge can drive),
+and pages any result over the budget. For a host connected directly, a finding is a *drop* when the
+host is known to refuse the tool (or the whole server), and a *warning* when the tool is accepted
+but falls short of what the host is reported to want (`RULES`). Sources: the research notes on
+hosts (ChatGPT, Claude) and `shapes.py`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,11 @@ CLAUDE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 CLAUDE_MAX_INPUT_SCHEMA_BYTES = 16 * 1024
 ANNOTATIONS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 RULES = """\
+BRIDGE (what mcp_call_tool does with the tool; a result over MCP_MAX_CHARS is paged with result_handle)
+  call: called as it is; task: run as a task (execution.taskSupport "required") and waited for;
+  refused: the tool policy refuses it, or it runs only as a task and the server offers no tasks the
+  bridge can drive.
+Hosts connected to the server directly, not through the bridge:
 ChatGPT
   drop: an inputSchema / outputSchema that is not a valid object schema in its declared dialect
         (2020-12 when none is declared), or tuple-form `items` (ChatGPT's validator rejects those
@@ -41,12 +51,10 @@ Claude (Claude Desktop, Claude Code, claude.ai)
   drop: a name outside ^[a-zA-Z0-9_-]{1,64}$ (Claude then withholds every tool of the server); an
         inputSchema that is not a valid 2020-12 object schema or is over 16,384 bytes serialized;
         an outputSchema declaring another dialect (Claude Code takes 2020-12 only) or invalid;
-        `execution.taskSupport: "required"` (neither host nor `mcp_call_tool` runs tasks).
+        `execution.taskSupport: "required"` (the host runs no tasks).
   warn: an inputSchema declaring another dialect (Claude reads it as 2020-12).
 """
-TASK_ONLY = (
-    "execution.taskSupport is 'required': it runs only as a task, which neither this host nor mcp_call_tool supports"
-)
+TASK_ONLY = "execution.taskSupport is 'required': it runs only as a task, which this host does not run"
 
 
 class Verdict(BaseModel):
@@ -58,15 +66,26 @@ class Verdict(BaseModel):
         return "DROP" if self.drops else "warn" if self.warnings else "ok"
 
 
+class BridgeUse(BaseModel):
+    """What `mcp_call_tool` does with the tool (any result over the budget is paged)."""
+
+    use: Literal["call", "task", "refused"]
+    reason: str | None = Field(None, description="Why it is refused.")
+
+
 class ToolVerdicts(BaseModel):
     name: str
-    hosts: dict[Host, Verdict]
+    bridge: BridgeUse
+    hosts: dict[Host, Verdict] = Field(description="What each host connected to the server directly would make of it.")
 
 
 class ProbeReport(BaseModel):
     server: str
     tools: list[ToolVerdicts]
-    failed: bool = Field(description="True when a checked host would drop a tool (or warns, with --strict).")
+    failed: bool = Field(
+        description="True when mcp_call_tool refuses a tool, or a host named with --host would drop one (with "
+        "--strict: any host, and on a warning too)."
+    )
 
 
 # -- schema facts -------------------------------------------------------------------------------
@@ -193,12 +212,22 @@ def check_claude(tool: dict[str, Any]) -> Verdict:
 CHECKS = {"chatgpt": check_chatgpt, "claude": check_claude}
 
 
-def check(tools: list[types.Tool], hosts: tuple[Host, ...]) -> list[ToolVerdicts]:
-    """Each tool as the host receives it (its wire JSON), against each host's rules."""
+def bridge_use(tool: types.Tool, refused: str | None) -> BridgeUse:
+    """What `mcp_call_tool` does with `tool`, given why the bridge's catalog refuses it (if it does)."""
+    if refused is not None:
+        return BridgeUse(use="refused", reason=refused)
+    task_only = tool.execution is not None and tool.execution.task_support == "required"
+    return BridgeUse(use="task" if task_only else "call")
+
+
+def check(tools: list[types.Tool], hosts: tuple[Host, ...], refusals: dict[str, str | None]) -> list[ToolVerdicts]:
+    """Each tool through the bridge, and as a host connected directly receives it (its wire JSON)
+    against each host's rules."""
     verdicts = []
     for tool in tools:
         wire = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
-        verdicts.append(ToolVerdicts(name=tool.name, hosts={host: CHECKS[host](wire) for host in hosts}))
+        hosts_verdicts = {host: CHECKS[host](wire) for host in hosts}
+        verdicts.append(ToolVerdicts(name=tool.name, bridge=bridge_use(tool, refusals.get(tool.name)), hosts=hosts_verdicts))
     return verdicts
 
 
@@ -209,34 +238,44 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     probe = add_command(
         commands,
         "probe",
-        "check a server's tools against what hosts accept",
-        "Connect to a registered server, list its tools and check each one against what ChatGPT and\n"
-        "Claude accept: one row per tool, then the reasons. DROP: the host refuses the tool (or the\n"
-        "whole server); warn: accepted, but short of what the host is reported to want. Exits 1 when\n"
-        "a checked host would drop a tool (with --strict, also on a warning).\n\n" + RULES,
+        "say what mcp_call_tool does with a server's tools, and what hosts connected directly accept",
+        "Connect to a registered server, list its tools and say for each one what mcp_call_tool does\n"
+        "with it (BRIDGE: call, task or refused), then what ChatGPT and Claude would make of it if\n"
+        "connected to the server directly, not through the bridge: one row per tool, then the reasons.\n"
+        "DROP: that host refuses the tool (or the whole server); warn: accepted, but short of what the\n"
+        "host is reported to want. Exits 1 when mcp_call_tool refuses a tool, or when a host named\n"
+        "with --host would drop one (with --strict: any host, and on a warning too).\n\n" + RULES,
     )
     probe.add_argument("name", help="a registered server's name")
-    probe.add_argument("--host", action="append", choices=HOSTS, help="check only this host (repeatable; default: all)")
-    probe.add_argument("--strict", action="store_true", help="fail on warnings too (e.g. the complete ChatGPT shape)")
+    probe.add_argument(
+        "--host", action="append", choices=HOSTS, help="a host you connect to the server directly: check only it, and fail on its drops (repeatable)"
+    )
+    probe.add_argument("--strict", action="store_true", help="fail on any host's drops and warnings (e.g. the complete ChatGPT shape)")
     probe.add_argument("--timeout", type=float, help="seconds to start, connect and list (default: MCP_START_TIMEOUT, then MCP_TIMEOUT)")
     probe.add_argument("--json", action="store_true", help="print the report as JSON")
     probe.set_defaults(run=run_probe)
 
 
-def fetch_tools(bridge: Bridge, name: str) -> list[types.Tool]:
-    """The server's full tool definitions, reached exactly as mcp_list_tools reaches them."""
-    succeeded(bridge.list_tools(name))  # validates, resolves and connects, with the tool's errors
+def fetch_tools(bridge: Bridge, name: str) -> tuple[list[types.Tool], dict[str, str | None]]:
+    """The server's full tool definitions, reached exactly as mcp_list_tools reaches them, and why
+    the bridge refuses each tool it refuses."""
+    catalog = succeeded(bridge.list_tools(name))  # validates, resolves and connects, with the tool's errors
     try:
-        return bridge.tool_definitions(name)  # the session's cached list
+        tools = bridge.tool_definitions(name)  # the session's cached list
     except BridgeError as exc:
         raise CliError.from_result(exc.to_result()) from None
+    return tools, {tool.name: tool.refused for tool in catalog.tools}
 
 
 def render(report: ProbeReport, hosts: tuple[Host, ...]) -> str:
     """One row per tool, then each distinct reason once with the tools it applies to."""
-    header = ["TOOL", *(host.upper() for host in hosts)]
-    lines = [table([[tool.name, *(tool.hosts[host].status for host in hosts)] for tool in report.tools], header)]
+    header = ["TOOL", "BRIDGE", *(host.upper() for host in hosts)]
+    rows = [[tool.name, tool.bridge.use, *(tool.hosts[host].status for host in hosts)] for tool in report.tools]
+    lines = [table(rows, header)]
     reasons: dict[str, list[str]] = {}
+    for tool in report.tools:
+        if tool.bridge.reason is not None:
+            reasons.setdefault(f"bridge refused: {tool.bridge.reason}", []).append(tool.name)
     for host in hosts:
         for kind, label in (("drops", "DROP"), ("warnings", "warn")):
             for tool in report.tools:
@@ -244,9 +283,16 @@ def render(report: ProbeReport, hosts: tuple[Host, ...]) -> str:
                     reasons.setdefault(f"{host} {label}: {reason}", []).append(tool.name)
     for reason, names in reasons.items():
         lines += ["", escaped(reason), f"  {', '.join(shown_name(name) for name in names)}"]
+    uses = {use: sum(tool.bridge.use == use for tool in report.tools) for use in ("call", "task", "refused")}
+    through = f"mcp_call_tool calls {uses['call']}, runs {uses['task']} as a task, refuses {uses['refused']}"
     dropped = {host: sum(bool(tool.hosts[host].drops) for tool in report.tools) for host in hosts}
-    counts = ", ".join(f"{host} would drop {count}" for host, count in dropped.items())
-    lines += ["", f"{report.server}: {count(len(report.tools), 'tool')}; {counts}"]
+    directly = ", ".join(f"{host} would drop {count}" for host, count in dropped.items())
+    lines += [
+        "",
+        f"{report.server}: {count(len(report.tools), 'tool')}; {through}; connected directly, {directly}",
+        "(BRIDGE: what mcp_call_tool does, any result over MCP_MAX_CHARS paged; "
+        f"{', '.join(host.upper() for host in hosts)}: a host connected to the server directly, not through the bridge)",
+    ]
     return "\n".join(lines)
 
 
@@ -254,9 +300,10 @@ def run_probe(args: argparse.Namespace) -> int:
     hosts: tuple[Host, ...] = tuple(dict.fromkeys(args.host)) if args.host else HOSTS
     settings = load_settings(**({"timeout": args.timeout, "start_timeout": args.timeout} if args.timeout is not None else {}))
     with open_bridge(settings) as bridge:
-        tools = fetch_tools(bridge, args.name)
-    verdicts = check(tools, hosts)
-    failed = any(
+        tools, refusals = fetch_tools(bridge, args.name)
+    verdicts = check(tools, hosts, refusals)
+    judged_directly = args.host is not None or args.strict  # else the host columns inform, the bridge decides
+    failed = any(tool.bridge.use == "refused" for tool in verdicts) or judged_directly and any(
         verdict.drops or (args.strict and verdict.warnings) for tool in verdicts for verdict in tool.hosts.values()
     )
     report = ProbeReport(server=args.name, tools=verdicts, failed=failed)

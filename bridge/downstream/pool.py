@@ -120,9 +120,15 @@ class _Live:
 
 @dataclass
 class _RoomWait:
-    """Whether a call is waiting for the pool to have room (every session busy)."""
+    """Whether a call waits for the pool to have room (every session busy), itself or behind the
+    caller opening the same server."""
 
     busy: bool = False
+    behind: _RoomWait | None = None
+
+    @property
+    def pool_full(self) -> bool:
+        return self.busy or (self.behind is not None and self.behind.busy)
 
 
 TASKS_UNAVAILABLE = (
@@ -186,6 +192,7 @@ class Sessions:
         self._opening: dict[str, anyio.Lock] = {}
         self._freed = anyio.Event()
         self._room_waiters = 0
+        self._openers: dict[str, _RoomWait] = {}  # who holds each server's opening lock
         self._modern_only: set[str] = set()  # servers that refused the handshake
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -334,29 +341,35 @@ class Sessions:
         lock = self._opening.get(name)
         if lock is None:  # fast_acquire: taken uncontended (a warm call), it does not yield to the loop
             lock = self._opening[name] = anyio.Lock(fast_acquire=True)
+        waiting.behind = self._openers.get(name)  # a caller opening this server, waited for
         async with lock:
-            for stale in [live for live in self._live.get(name, []) if live.spec != spec and not live.stopping]:
-                await self._close(stale, kill=False)
-            if (reused := self._reuse(name, spec, abilities)) is not None:
-                return reused
-            self.backoff.check(name, spec)
-            await self._make_room(waiting)
-            # Born in use: the owner must not see an idle session before its first caller.
-            live = _Live(name=name, connection=connection, abilities=abilities, in_use=1)
-            assert self._tg is not None, "Sessions.serve() is not running"
-            self._live.setdefault(name, []).append(live)
+            waiting.behind = None
+            self._openers[name] = waiting
             try:
-                await self._tg.start(self._own, live)
-            except BaseException as exc:
-                lives = self._live.get(name, [])
-                if live in lives:
-                    lives.remove(live)
-                if isinstance(exc, BridgeError):
-                    self.backoff.failed(name, spec, exc)
-                raise
-            self.backoff.reset(name)
-            live.touch()
-            return live
+                for stale in [live for live in self._live.get(name, []) if live.spec != spec and not live.stopping]:
+                    await self._close(stale, kill=False)
+                if (reused := self._reuse(name, spec, abilities)) is not None:
+                    return reused
+                self.backoff.check(name, spec)
+                await self._make_room(waiting)
+                # Born in use: the owner must not see an idle session before its first caller.
+                live = _Live(name=name, connection=connection, abilities=abilities, in_use=1)
+                assert self._tg is not None, "Sessions.serve() is not running"
+                self._live.setdefault(name, []).append(live)
+                try:
+                    await self._tg.start(self._own, live)
+                except BaseException as exc:
+                    lives = self._live.get(name, [])
+                    if live in lives:
+                        lives.remove(live)
+                    if isinstance(exc, BridgeError):
+                        self.backoff.failed(name, spec, exc)
+                    raise
+                self.backoff.reset(name)
+                live.touch()
+                return live
+            finally:
+                self._openers.pop(name, None)
 
     def _release(self, live: _Live) -> None:
         live.in_use -= 1
@@ -401,6 +414,10 @@ class Sessions:
     async def _close(self, live: _Live, *, kill: bool) -> None:
         self._retire(live, kill=kill)
         await live.closed.wait()
+
+    def live(self, name: str) -> bool:
+        """Whether a session to the server is open now (asking it again costs no start)."""
+        return any(live.client is not None and not live.stopping for live in self._live.get(name, []))
 
     async def evict(self, name: str) -> None:
         """Close a server's sessions now and lift any back-off (its entry changed or was removed)."""
@@ -457,7 +474,7 @@ class Sessions:
             raise
         except Exception as exc:
             if live is None:
-                if isinstance(exc, TimeoutError) and waiting.busy:  # the pool's fault, not the server's
+                if isinstance(exc, TimeoutError) and waiting.pool_full:  # the pool's fault, not the server's
                     raise self._pool_busy() from exc
                 if isinstance(exc, TimeoutError) and connection is not None:
                     error = connection.classify(exc)

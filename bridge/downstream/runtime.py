@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from typing import TypeVar
 
@@ -45,6 +46,14 @@ class Runtime:
 
     def run(self, func: Callable[[], Awaitable[T]]) -> T:
         """Run `func()` on the worker loop and block until its result (exceptions propagate)."""
+        return self._get_portal().call(func)
+
+    def start(self, func: Callable[[], Awaitable[T]]) -> Future[T]:
+        """Start `func()` on the worker loop; its future can be waited on again after a signal."""
+        return self._get_portal().start_task_soon(func)
+
+    def call(self, func: Callable[[], T]) -> T:
+        """Run a plain `func()` in the worker loop's thread (what must not touch the loop from outside)."""
         return self._get_portal().call(func)
 
     async def run_async(self, func: Callable[[], Awaitable[T]]) -> T:

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import fastmcp
@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from bridge import telemetry
 from bridge.host import stdio
 from bridge.host.app import build_app
+from bridge.host.serving import Serving
 from bridge.internals import fastmcp_env_file
 from bridge.settings import (
     ConfigFileError,
@@ -66,13 +67,15 @@ def main(
     `MCP_CONFIG` or the checkout's `config.py`); `auth` is for launchers that bring a FastMCP
     OAuth provider (see README)."""
     args = _parse_args(argv)
-    log_to_stderr(logging.INFO, "%(asctime)s %(name)s %(levelname)s %(message)s")
+    signals = _Signals()
+    log_to_stderr(logging.WARNING, "%(asctime)s %(name)s %(levelname)s %(message)s")
     for name, close in misspelt(os.environ):
         logger.warning("%s is not a setting of the bridge%s", name, f"; did you mean {close}?" if close else "")
     try:
         settings = Settings()
     except ValidationError as exc:
         return _fail(f"invalid configuration: {describe_error(exc)}")
+    _log_levels(settings.log_level)
     if (problem := _env_file_read()) is not None:
         return _fail(problem)
     try:
@@ -87,43 +90,91 @@ def main(
     if bridge.sandbox_problem is not None:
         logger.warning("stdio servers cannot start: %s", bridge.sandbox_problem)
     try:
-        serve = _http(bridge, settings, args, auth) if args.transport == "http" else _stdio(bridge)
-        if isinstance(serve, int):
-            return serve
-        # Served on the worker loop itself: a tool call then awaits its downstream session there,
-        # with no hop between threads. The main thread waits, and takes the signals.
-        signal.signal(signal.SIGTERM, _terminated)
+        serving = _http(bridge, settings, args, auth) if args.transport == "http" else _stdio(bridge)
+        if isinstance(serving, int):
+            return serving
+        logger.info("workspace: %s; state: %s", settings.workspace, settings.state_dir)
+        logger.info("stop with Ctrl-C%s", "" if args.transport == "http" else ", or by closing stdin")
         if not telemetry.configured():  # FastMCP's spans would be no-ops costing a warm call ~50 µs
             fastmcp.settings.telemetry_mode = "off"
         gc.freeze()  # what start-up made lives as long as the bridge: collections need not look at it again
-        try:
-            bridge.runtime.run(serve)
-        except KeyboardInterrupt:  # Ctrl-C: closing the bridge below stops serving and every child
-            return 130
+        return _serve_until_stopped(bridge, serving, signals)
     finally:
         bridge.close()
+
+
+def _log_levels(level: str) -> None:
+    """The bridge's own lines from MCP_LOG_LEVEL; its dependencies' (httpx, the SDK, FastMCP) only
+    from WARNING, unless the level is debug: their INFO lines (one per downstream HTTP request) are
+    noise where nothing is wrong."""
+    debug = level == "debug"
+    logging.getLogger().setLevel(logging.DEBUG if debug else logging.WARNING)
+    logging.getLogger("fastmcp").setLevel(logging.DEBUG if debug else logging.WARNING)  # it does not propagate
+    logging.getLogger("mcp_bridge").setLevel(level.upper())
+
+
+class _StopAsked(Exception):
+    """A signal arrived while the main thread waited on serving."""
+
+
+class _Signals:
+    """Ctrl-C and SIGTERM, taken from the start: counted while the bridge starts, and raised as
+    `_StopAsked` only into the main thread's wait on serving (never into start-up's middle)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = signal.SIGTERM
+        self.waiting = False
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job keeps ignoring it
+            signal.signal(signal.SIGINT, self._take)
+        signal.signal(signal.SIGTERM, self._take)
+
+    def _take(self, signum: int, frame: object) -> None:
+        self.count, self.last = self.count + 1, signal.Signals(signum)
+        if self.waiting:
+            self.waiting = False
+            raise _StopAsked
+
+
+def _serve_until_stopped(bridge: Bridge, serving: Serving, signals: _Signals) -> int:
+    """Serve on the worker loop (a tool call then awaits its downstream session there, with no hop
+    between threads) while the main thread waits and takes the signals. Ctrl-C or SIGTERM asks the
+    face to stop; once it has, the bridge closes (children stopped, audit written) and exits 0. A
+    second signal while it stops gives up waiting: 130 (or 143), and closing cancels what is left."""
+    served = bridge.runtime.start(serving.serve)
+    handled = 0
+    while True:
+        if signals.count > handled:
+            if handled:
+                return 128 + signals.last.value
+            handled = signals.count
+            logger.info("%s: stopping (send it again to stop at once)", signals.last.name)
+            bridge.runtime.call(serving.stop)
+        try:
+            signals.waiting = True
+            if signals.count == handled:  # else one came since the check above: go round
+                served.result()
+                signals.waiting = False
+                break
+            signals.waiting = False
+        except _StopAsked:  # the handler stopped the waiting
+            pass
+    if handled:
+        logger.info("stopped")
     return 0
 
 
-def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM (a service manager, a host closing) ends serving as Ctrl-C does: the bridge closes,
-    its children stop and the audit lines are written, then exit 143."""
-    raise SystemExit(128 + signum)
+def _stdio(bridge: Bridge) -> Serving:
+    logger.info("serving MCP over stdio: the host that starts the bridge speaks on its stdin and stdout")
+    return stdio.stdio_serving(build_app(bridge))
 
 
-def _stdio(bridge: Bridge) -> Callable[[], Awaitable[None]]:
-    app = build_app(bridge)
-    return lambda: stdio.serve_stdio(app)
-
-
-def _http(
-    bridge: Bridge, settings: Settings, args: argparse.Namespace, launcher: AuthProvider | None
-) -> Callable[[], Awaitable[None]] | int:
+def _http(bridge: Bridge, settings: Settings, args: argparse.Namespace, launcher: AuthProvider | None) -> Serving | int:
     """Bind, choose the authentication (the OAuth issuer may need the bound port): how to serve,
     or the exit code of a refusal. Imported here: a stdio bridge starts without the HTTP face, its
     OAuth server and what they import (httpx, its CLI's rich, ...)."""
     from bridge.host.auth import AuthRefused, choose_auth
-    from bridge.host.http import PortUnusable, bind, serve_http
+    from bridge.host.http import PortUnusable, bind, http_serving
 
     try:
         sock = bind(args.host, args.port)
@@ -135,7 +186,7 @@ def _http(
         sock.close()
         return _fail(str(exc))
     app = build_app(bridge, face.provider)
-    return lambda: serve_http(app, sock, settings, face)
+    return http_serving(app, sock, settings, face)
 
 
 def _env_file_read() -> str | None:

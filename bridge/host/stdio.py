@@ -22,9 +22,10 @@ sockets), the wire is read and written here, on the event loop, through non-bloc
 The SDK's `stdio_server` reads each line and writes each answer through worker threads: three
 thread hops per call, about 0.3 ms of a 2.7 ms warm bridged call, and a reader that cancellation
 cannot stop (Ctrl-C waited for one more line on stdin). Like the SDK, serving points fd 0 at the
-null device and fd 1 at stderr, so children and stray prints never reach the wire. A terminal or a
-file is served by the SDK's `stdio_server`: non-blocking mode would leak to the terminal's other
-users, and means nothing for a file.
+null device and fd 1 at stderr, so children and stray prints never reach the wire. A terminal is
+read on the loop too, but left blocking (read only once readable): non-blocking mode would leak to
+the terminal's other users. A file is served by the SDK's `stdio_server`, as readiness means
+nothing for a file.
 """
 
 from __future__ import annotations
@@ -50,13 +51,35 @@ from mcp_types import (
 )
 
 from bridge import internals
-from bridge.downstream.framing import LineFramer, PipeReader, PipeWriter, ReadEnd, encode
+from bridge.downstream.framing import READ_SIZE, LineFramer, PipeReader, PipeWriter, ReadEnd, encode
 from bridge.host.parsing import Inbound, Refused, parse_line
+from bridge.host.serving import Serving
 
 Send = Callable[[SessionMessage], Awaitable[None]]
 
 _LEAD_LIMIT = 8  # the SDK's `_PRE_REQUEST_REPLAY_LIMIT`: frames kept from before the first request
 
+
+
+def stdio_serving(app: FastMCP) -> Serving:
+    """Serve `app` on stdin/stdout until the host closes stdin, or `stop` cancels it (before or
+    after serving began: both run in the worker loop's thread)."""
+    scope: anyio.CancelScope | None = None
+    stopped = False
+
+    async def serve() -> None:
+        nonlocal scope
+        with anyio.CancelScope() as scope:
+            if not stopped:
+                await serve_stdio(app)
+
+    def stop() -> None:
+        nonlocal stopped
+        stopped = True
+        if scope is not None:
+            scope.cancel()
+
+    return Serving(serve, stop)
 
 
 async def serve_stdio(app: FastMCP) -> None:
@@ -79,7 +102,16 @@ async def _stdio() -> AsyncIterator[tuple[AsyncIterable[Inbound], Send]]:
             async def send(message: SessionMessage) -> None:
                 await writer.send(encode(message))
 
-            yield _messages(wire_in), send
+            yield _messages(PipeReader(wire_in)), send
+    elif os.isatty(0):
+        # A person at a terminal: read it on the loop too (blocking, but only once it is readable),
+        # so that Ctrl-C does not wait for one more line in the SDK's reader thread.
+        async def write(message: SessionMessage) -> None:
+            data = encode(message)
+            while data:
+                data = data[os.write(1, data) :]
+
+        yield _messages(_terminal(0)), write
     else:
         async with stdio_server() as (read_stream, write_stream), read_stream, write_stream:
             yield read_stream, write_stream.send
@@ -117,11 +149,20 @@ def _diversion(fd: int) -> int:
     return os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
 
 
-async def _messages(fd: int) -> AsyncIterator[Inbound]:
-    """Each line of `fd` parsed as the SDK's `stdio_server` parses it (a message, or why it is not
+async def _terminal(fd: int) -> AsyncIterator[bytes]:
+    """What is typed at a terminal, line by line, until Ctrl-D."""
+    while True:
+        await anyio.wait_readable(fd)
+        if not (chunk := os.read(fd, READ_SIZE)):
+            return
+        yield chunk
+
+
+async def _messages(chunks: AsyncIterable[bytes]) -> AsyncIterator[Inbound]:
+    """Each line read parsed as the SDK's `stdio_server` parses it (a message, or why it is not
     one), or a request its parser refuses, to answer at once (`bridge.host.parsing`)."""
     framer = LineFramer()
-    async for chunk in PipeReader(fd):  # put back blocking by `_claimed`, never closed here
+    async for chunk in chunks:  # a pipe is put back blocking by `_claimed`, never closed here
         for line in framer.feed(chunk):
             yield parse_line(line)
     if rest := framer.rest():  # a last line without its newline

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -290,18 +290,25 @@ class Registry:
                         "forbidden",
                         f"{name!r} is provisioned by the developer and cannot be removed from the conversation.",
                     )
-                raise BridgeError("unknown_server", f"No dynamic server named {name!r} to remove.")
+                raise not_found(
+                    "unknown_server",
+                    f"No dynamic server named {name!r} to remove.",
+                    name,
+                    list(content.entries),
+                    "Call mcp_list_tools without a server to see them.",
+                )
             del content.entries[name]
             content.baselines.pop(name, None)
             self._write(content)
         return name in self.config_servers
 
-    def record_baseline(self, name: str, baseline: Baseline) -> Baseline:
-        """Keep the first baseline recorded for the server's identity (another process may have won)."""
+    def amend_baseline(self, name: str, amend: Callable[[Baseline | None], Baseline]) -> Baseline:
+        """The server's baseline as `amend` makes it from the standing one, read and written under the
+        lock (another process may have recorded or amended it meanwhile); written only if it changed."""
         with self._locked() as content:
             standing = content.baselines.get(name)
-            if standing is not None and standing.identity == baseline.identity:
-                return standing
-            content.baselines[name] = baseline
-            self._write(content)
-        return baseline
+            amended = amend(standing)
+            if amended != standing:
+                content.baselines[name] = amended
+                self._write(content)
+        return amended

@@ -151,6 +151,12 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             pids_cgroup=settings.sandbox_pids_cgroup,
             own_paths=tuple(path for path, what in self.own.items() if what in OWN_CODE),
             scan_max_dirs=settings.sandbox_scan_max_dirs,
+            child_writable=tuple(
+                path
+                for spec in self.registry.config_servers.values()
+                if isinstance(spec, StdioServerSpec)
+                for path in (*spec.write_paths, *spec.git_write_paths)
+            ),
         )
         self.proxy = FilteringProxy()
         self.catalog = Catalog(settings.state_dir / "catalog" / "index.sqlite3", search.VERSION)
@@ -357,7 +363,7 @@ class Bridge(SyncFaces, Relayed, Signing, Finding):
             rules = self._policy(name)
             if wanted is None:
                 refusals = {tool.name: policy.refused(rules, tool) or unrunnable.get(tool.name) for tool in tools}
-                changed = await self.drift.check(name, spec, tools)
+                changed = await self.drift.check(name, spec, tools, call.abilities)
                 catalog, text = output.catalog(name, tools, self.settings.max_chars, refusals, changed)
                 return Reply(text=text, data=catalog)
             found = next((tool for tool in tools if tool.name == wanted), None)

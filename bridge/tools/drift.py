@@ -5,6 +5,15 @@ per tool over what a model reads and relies on (name, description, schemas, anno
 Every later catalog is compared with it, and `mcp_list_tools` says plainly what changed. The
 baseline is kept with the registry (so it survives restarts and is shared by bridge processes) and
 is dropped when the server is re-registered or removed: re-adding a server accepts its new tools.
+
+A server may list more tools to a host that can do more: the reference "everything" server lists
+`trigger-elicitation-request` only to a client that declares elicitation, and the bridge asks each
+server with exactly the calling host's abilities. So the baseline is the server's full list, every
+tool any kind of host was shown, with what each kind of host saw first (its view): a host is
+compared with its own view, and a kind of host never seen before with what hosts that can do no
+more, or as much, saw. A change found is kept with the baseline and shown to every host, the ones
+that cannot see the changed tool too, until the server is added again: two hosts sharing a state
+folder no longer warn each other about what only one of them is shown.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from datetime import UTC, datetime
 import anyio.to_thread
 import mcp_types as types
 
+from bridge.downstream.relay import Abilities
 from bridge.errors import BridgeError
 from bridge.models import Drift, HttpServerSpec, ServerSpec
 from bridge.store.baselines import Baseline
@@ -48,15 +58,45 @@ def identity(spec: ServerSpec) -> str:
     return hashlib.sha256(json.dumps(where, sort_keys=True).encode()).hexdigest()
 
 
-def compare(baseline: Baseline, current: dict[str, str]) -> Drift | None:
-    """None when the tools are exactly the baseline's."""
-    if baseline.tools == current:
-        return None
-    return Drift(
-        since=baseline.recorded_at,
-        added=sorted(current.keys() - baseline.tools.keys()),
-        removed=sorted(baseline.tools.keys() - current.keys()),
-        changed=sorted(name for name in current.keys() & baseline.tools.keys() if current[name] != baseline.tools[name]),
+def view_of(abilities: Abilities) -> frozenset[str]:
+    """What a host can do that a server may list tools by."""
+    flags = ("elicit_form", "elicit_url", "sampling", "sampling_tools", "roots")
+    return frozenset(flag for flag in flags if getattr(abilities, flag))
+
+
+def observe(
+    standing: Baseline | None, identity: str, view: frozenset[str], current: dict[str, str], now: datetime
+) -> Baseline:
+    """The baseline once a host of `view` was shown `current`: recorded anew for a new identity,
+    else with this view's first sight added and any change found kept in its `drift`."""
+    key = "+".join(sorted(view))
+    if standing is None or standing.identity != identity:
+        return Baseline(identity=identity, recorded_at=now, tools=current, views={key: sorted(current)})
+    changed = {name for name in current.keys() & standing.tools.keys() if current[name] != standing.tools[name]}
+    unseen = current.keys() - standing.tools.keys()
+    views = standing.views
+    if key in views:
+        seen = set(views[key])
+        added, removed = current.keys() - seen, seen - current.keys()
+    else:  # a kind of host seen first: what it alone may be shown is not a change
+        kinds = {frozenset(filter(None, other.split("+"))): set(names) for other, names in views.items()}
+        removed = set().union(*(names for can, names in kinds.items() if can <= view)) - current.keys()
+        added = unseen if any(view <= can for can in kinds) else set()
+        views = {**views, key: sorted(current)}
+    found = Drift(since=standing.recorded_at, added=sorted(added), removed=sorted(removed), changed=sorted(changed))
+    tools = standing.tools | {name: current[name] for name in unseen - added}
+    return standing.model_copy(update={"tools": tools, "views": views, "drift": _merged(standing.drift, found)})
+
+
+def _merged(kept: Drift | None, found: Drift) -> Drift | None:
+    if kept is None:
+        return found if found.added or found.removed or found.changed else None
+    return kept.model_copy(
+        update={
+            "added": sorted({*kept.added, *found.added}),
+            "removed": sorted({*kept.removed, *found.removed}),
+            "changed": sorted({*kept.changed, *found.changed}),
+        }
     )
 
 
@@ -79,24 +119,27 @@ def _names(names: list[str], most: int = 10) -> str:
 
 
 class DriftGuard:
-    """Compares each catalog with the server's baseline, recording the first one it sees."""
+    """Compares each catalog with the server's baseline, recording what each kind of host first sees."""
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
         self._digest_cache: dict[str, tuple[list[types.Tool], dict[str, str]]] = {}
 
-    async def check(self, name: str, spec: ServerSpec, tools: list[types.Tool]) -> Drift | None:
-        """How the tools differ from the first ones seen; the first listing records them."""
-        current = self._digests(name, tools)
-        baseline = self._registry.baseline(name)
-        if baseline is None or baseline.identity != identity(spec):
-            first = Baseline(identity=identity(spec), recorded_at=datetime.now(UTC), tools=current)
-            try:  # the lock may be held by another bridge process: wait for it off the event loop
-                baseline = await anyio.to_thread.run_sync(self._registry.record_baseline, name, first)
-            except BridgeError as exc:  # an unreadable or locked registry: list without the guard
-                logger.warning("drift baseline of %s not recorded: %s", name, exc.message)
-                return None
-        return compare(baseline, current)
+    async def check(self, name: str, spec: ServerSpec, tools: list[types.Tool], abilities: Abilities) -> Drift | None:
+        """How the server's tools differ from the first ones seen, by any host; the first listing records them."""
+        current, where, view = self._digests(name, tools), identity(spec), view_of(abilities)
+
+        def amend(standing: Baseline | None) -> Baseline:
+            return observe(standing, where, view, current, datetime.now(UTC))
+
+        standing = self._registry.baseline(name)
+        if standing is not None and amend(standing) == standing:  # the common case: nothing to write
+            return standing.drift
+        try:  # the lock may be held by another bridge process: wait for it off the event loop
+            return (await anyio.to_thread.run_sync(self._registry.amend_baseline, name, amend)).drift
+        except BridgeError as exc:  # an unreadable or locked registry: list without the guard
+            logger.warning("drift baseline of %s not recorded: %s", name, exc.message)
+            return None
 
     def _digests(self, name: str, tools: list[types.Tool]) -> dict[str, str]:
         """Digests of a catalog, computed once per fetched catalog (1000 tools cost ~10 ms to hash).

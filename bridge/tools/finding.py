@@ -6,8 +6,9 @@ every search; so a search after a restart starts no server. A server the index d
 holds stale) is listed by the search itself: at most `MCP_MAX_SESSIONS` at a time, each within
 `MCP_START_TIMEOUT`, in the background of the worker loop. The search waits for the servers never
 indexed at most `MCP_SEARCH_WAIT_S`, then answers with what it has and names the rest, with why; a
-listing still running goes on, so the next search has it. A stale part answers at once while its
-server is listed again in the background (as an HTTP cache revalidates).
+listing still running goes on, so the next search has it. A part past its `ttlMs` answers at once
+while its server, if a session to it is open, is listed again in the background (as an HTTP cache
+revalidates); a search never starts a server only to revalidate.
 
 Mixed into `Bridge`.
 """
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcp_bridge.tools")
 
+# A list's ttlMs, at least this: the SDK's default of 0 ("stale at once") would relist on every search.
+REVALIDATE_AFTER_S = 60.0
 STILL_STARTING = "still starting; the next search includes it once listed"
 
 
@@ -63,7 +66,8 @@ class Indexing(Listings):
             await anyio.sleep_forever()
 
     async def listed(self, name: str, tools: list[types.Tool], ttl_s: float | None) -> None:
-        await anyio.to_thread.run_sync(self._keep, name, tools, ttl_s)
+        held = None if ttl_s is None else max(ttl_s, REVALIDATE_AFTER_S)
+        await anyio.to_thread.run_sync(self._keep, name, tools, held)
 
     async def changed(self, name: str) -> None:
         await anyio.to_thread.run_sync(self._quietly, lambda: self._bridge.catalog.expire(name))
@@ -88,10 +92,11 @@ class Indexing(Listings):
     ) -> dict[str, BridgeError | None | str]:
         """List each server of `specs` (runs already under way are joined), waiting at most
         `wait_s`: each one's error, None when it was indexed, `STILL_STARTING` when it is not done
-        yet. Those of `later` are listed too, not waited for."""
+        yet. Those of `later` with a session open now are listed too, not waited for."""
         runs = {name: self._start(name, spec) for name, spec in specs.items()}
         for name, spec in later.items():
-            self._start(name, spec)
+            if self._bridge.sessions.live(name):
+                self._start(name, spec)
         with anyio.move_on_after(wait_s):
             for run in runs.values():
                 await run.done.wait()
@@ -154,7 +159,8 @@ class Finding:
         kept = {name for name, part in parts.items() if name in targets and name not in gone}
         fresh = {name for name in kept if parts[name].expires_at is None or parts[name].expires_at > now}
         # Never indexed, or said to have changed: listed now, waited for. Past its ttlMs: answered
-        # from, and listed again in the background.
+        # from, and listed again in the background where a session is open (a search starts no
+        # server to revalidate; a session that opens lists anyway).
         changed = {name for name in kept if parts[name].expires_at == 0}
         missing = {name: targets[name][0] for name in targets if name not in kept or name in changed}
         stale = {name: targets[name][0] for name in kept - fresh - changed}

@@ -36,7 +36,7 @@ from bridge.downstream.redaction import redact
 from bridge.errors import BridgeError
 from bridge.models import HttpServerSpec
 from bridge.store.tokens import ServerTokens
-from bridge.tools.oauth import secrets_of, sign_in_auth, static_client
+from bridge.tools.oauth import LOOPBACK_CALLBACK, secrets_of, sign_in_auth, static_client
 
 logger = logging.getLogger("mcp_bridge.signin")
 
@@ -246,6 +246,7 @@ class SignIns:
         self._callbacks: dict[str, LoopbackCallback] = {}  # and where its browser comes back
         self._ended: dict[str, anyio.Event] = {}  # set when that sign-in ends, done or not
         self._asked: dict[str, set[frozenset[str]]] = {}  # the step-up scopes each server was asked for
+        self._failed: dict[str, str] = {}  # why each server's last sign-in failed, until it is said
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
@@ -280,6 +281,7 @@ class SignIns:
         assert self._tg is not None, "SignIns.serve() is not running"
         if step_up_scope is not None:
             await self._check_step_up(name, tokens, step_up_scope)
+        static_client(spec.oauth, LOOPBACK_CALLBACK)  # a secret the environment lacks is said now
         ready, ended = anyio.Event(), anyio.Event()
         self._ended[name] = ended
         failure: list[SignInFailed] = []
@@ -293,9 +295,13 @@ class SignIns:
             try:
                 await sign_in(name, spec, tokens, self._settings, callback, show, step_up_scope)
             except SignInFailed as exc:
-                logger.info("signing in to %s failed: %s", name, exc)
                 failure.append(exc)
+            except BridgeError as exc:  # the connection's own refusal (SSRF, a secret unset meanwhile)
+                failure.append(SignInFailed(exc.message))
             finally:
+                if failure and name in self._urls:  # the user had the URL: the next call says why it failed
+                    logger.info("signing in to %s failed: %s", name, failure[0])
+                    self._failed[name] = str(failure[0])
                 callback.close()
                 self._urls.pop(name, None)
                 self._callbacks.pop(name, None)
@@ -316,6 +322,10 @@ class SignIns:
             why = str(failure[0]) if failure else f"no sign-in URL within {URL_TIMEOUT_S:g} s"
             raise BridgeError("auth_required", f"Signing in to {name!r} could not start: {why}.")
         return self._urls[name]
+
+    def last_failure(self, name: str) -> str | None:
+        """Why the last sign-in to `name` failed after its URL was handed out, said once."""
+        return self._failed.pop(name, None)
 
     async def finishing(self, name: str, seconds: float) -> bool:
         """Whether a sign-in to `name` was under way with the user back from the browser; if so,

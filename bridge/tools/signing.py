@@ -70,12 +70,14 @@ class Signing:
         The flow's own refusal (`http_error`: nothing to sign in to, or a step-up that cannot help)
         is the answer instead."""
         scope = error.detail.get("scope")
+        failed = self.sign_ins.last_failure(name)
+        said = f"The last sign-in failed: {failed}. " if failed else ""
         try:
             url = await self.sign_ins.start(name, spec, self.tokens(name, spec), scope)
         except BridgeError as exc:
             if exc.code != "auth_required":
                 return exc, False
-            return BridgeError("auth_required", f"{error.message} ({exc.message})", **error.detail), False
+            return BridgeError("auth_required", f"{said}{error.message} ({exc.message})", **error.detail), False
         opened = False
         if relay.abilities.elicit_url:
             answer = await relay.elicit_for_bridge(
@@ -89,7 +91,7 @@ class Signing:
         more = f" with more scope ({scope})" if scope else ""
         needed = BridgeError(
             "auth_required",
-            f"The server {name!r} needs the user to sign in with OAuth{more}. Ask the user to open {url} in a browser "
+            f"{said}The server {name!r} needs the user to sign in with OAuth{more}. Ask the user to open {url} in a browser "
             f"on the machine running the bridge (or to run `mcp-bridge auth login {name}` there), then call again.",
             url=url,
             **error.detail,

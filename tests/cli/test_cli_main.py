@@ -63,6 +63,32 @@ def test_a_bad_setting_exits_2_naming_the_setting(cli: RunCli, monkeypatch: pyte
     assert "MCP_TIMEOUT" in ran.err
 
 
+def test_a_refused_setting_is_quoted_as_given(cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_TIMEOUT", "5s")
+    ran = cli("servers", "list")
+    assert ran.code == 2
+    assert "MCP_TIMEOUT='5s'" in ran.err and "valid number" in ran.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [(["servrs", "list"], "'servers'"), (["config", "claude-dekstop"], "'claude-desktop'"), (["auth", "logn"], "'login'")],
+    ids=" ".join,
+)
+def test_a_misspelt_command_gets_did_you_mean(cli: RunCli, argv: list[str], meant: str) -> None:
+    ran = cli(*argv)
+    assert ran.code == Exit.USAGE
+    assert f"did you mean {meant}?" in ran.err
+
+
+def test_a_misspelt_server_to_remove_gets_did_you_mean(cli: RunCli) -> None:
+    assert cli("servers", "add", "everything", "--url", "https://example.com/mcp").code == 0
+    ran = cli("servers", "remove", "evrything")
+    assert ran.code == Exit.NOT_FOUND
+    assert "Did you mean: everything?" in ran.err
+    assert cli("servers", "remove", "everything").code == 0  # the twin: the right name is removed
+
+
 def test_the_installed_script_exits_with_the_command_s_code(cli_dirs: CliDirs) -> None:
     env = {**host_env({"MCP_WORKSPACE": str(cli_dirs.workspace), "MCP_STATE_DIR": str(cli_dirs.state)})}
     missing = run_script("servers", "show", "nope", env=env)

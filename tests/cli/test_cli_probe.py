@@ -14,6 +14,7 @@ from cli_support import CliDirs, RunCli
 from helpers import fixture_path
 
 from bridge.cli.probe import TASK_ONLY
+from bridge.downstream.pool import TASKS_UNAVAILABLE
 from bridge.settings import Settings
 from bridge.tools import Bridge
 
@@ -47,8 +48,12 @@ def test_server_everything_imported_from_claude_desktop_config(cli: RunCli, cli_
     assert cli_dirs.registry_entries()["everything"]["command"] == shutil.which("node")
 
     ran = cli("probe", "everything", "--json")
-    assert ran.code == 1
-    tools = by_tool(ran.json())
+    assert ran.code == 0  # every tool works through the bridge: the host columns inform
+    report = ran.json()
+    uses = {tool["name"]: tool["bridge"]["use"] for tool in report["tools"]}
+    assert uses.pop("simulate-research-query") == "task"  # task-only: mcp_call_tool runs it as a task
+    assert set(uses.values()) == {"call"} and uses["get-structured-content"] == "call"
+    tools = by_tool(report)
     assert tools["simulate-research-query"]["chatgpt"]["drops"] == [TASK_ONLY]
     assert tools["simulate-research-query"]["claude"]["drops"] == [TASK_ONLY]
     assert tools["get-structured-content"]["claude"]["drops"] == [
@@ -59,6 +64,7 @@ def test_server_everything_imported_from_claude_desktop_config(cli: RunCli, cli_
     assert tools["echo"]["claude"]["warnings"] == [
         "inputSchema declares http://json-schema.org/draft-07/schema#; Claude reads schemas as 2020-12"
     ]
+    assert cli("probe", "everything", "--host", "claude").code == 1  # connecting Claude to it directly
 
 
 def test_one_row_per_tool_mcp_list_tools_lists(cli: RunCli, cli_dirs: CliDirs) -> None:
@@ -70,15 +76,23 @@ def test_one_row_per_tool_mcp_list_tools_lists(cli: RunCli, cli_dirs: CliDirs) -
         bridge.close()
     ran = cli("probe", "everything")
     header, *rows = ran.out.split("\n\n", 1)[0].splitlines()
-    assert header.split() == ["TOOL", "CHATGPT", "CLAUDE"]
+    assert header.split() == ["TOOL", "BRIDGE", "CHATGPT", "CLAUDE"]
     assert [row.split()[0] for row in rows] == [tool.name for tool in catalog.tools]
-    assert ran.out.endswith("everything: 13 tools; chatgpt would drop 1, claude would drop 2\n")
+    assert ran.out.splitlines()[-2:] == [
+        "everything: 13 tools; mcp_call_tool calls 12, runs 1 as a task, refuses 0; "
+        "connected directly, chatgpt would drop 1, claude would drop 2",
+        "(BRIDGE: what mcp_call_tool does, any result over MCP_MAX_CHARS paged; "
+        "CHATGPT, CLAUDE: a host connected to the server directly, not through the bridge)",
+    ]
 
 
 def test_each_broken_rule_is_found_and_well_formed_tools_pass(cli: RunCli) -> None:
     add_fixture(cli, "hostile")
     ran = cli("probe", "hostile", "--json")
-    assert ran.code == 1
+    assert ran.code == 1  # mcp_call_tool cannot run its task-only tool
+    uses = {tool["name"]: tool["bridge"] for tool in ran.json()["tools"]}
+    assert uses.pop("task_only") == {"use": "refused", "reason": TASKS_UNAVAILABLE}
+    assert {bridge["use"] for bridge in uses.values()} == {"call"}  # whatever the hosts would drop directly
     tools = by_tool(ran.json())
     assert set(tools) == set(HOSTILE_FINDINGS)
     for name, (chatgpt, claude, phrases) in HOSTILE_FINDINGS.items():
@@ -91,7 +105,8 @@ def test_the_text_report_gives_each_reason_once_with_its_tools(cli: RunCli) -> N
     add_fixture(cli, "hostile")
     out = cli("probe", "hostile", "--host", "claude").out
     assert "\nclaude DROP: " + TASK_ONLY + "\n  task_only\n" in out
-    assert out.splitlines()[0].split() == ["TOOL", "CLAUDE"]
+    assert "\nbridge refused: " + TASKS_UNAVAILABLE + "\n  task_only\n" in out
+    assert out.splitlines()[0].split() == ["TOOL", "BRIDGE", "CLAUDE"]
     assert not [line for line in out.splitlines() if line.startswith("chatgpt ")]
 
 

@@ -110,8 +110,8 @@ def test_client_scenario_through_the_bridge(node_home: dict[str, str], scenario:
 @pytest.fixture(scope="module")
 def open_bridge() -> Iterator[HttpBridge]:
     """The suite cannot send a token: it meets the loopback-only, no-auth mode. Each scenario opens
-    sessions it never closes."""
-    with workdirs() as dirs, http_bridge(host_env(dirs, MCP_MAX_HTTP_SESSIONS_PER_CLIENT="1000")) as running:
+    sessions it never closes: the least recently used idle one makes room."""
+    with workdirs() as dirs, http_bridge(host_env(dirs)) as running:
         yield running
 
 

@@ -176,7 +176,8 @@ def test_a_dotenv_planted_in_the_working_directory_changes_nothing(dirs: dict[st
         assert answer.status_code == 200  # no planted token is required
         assert answer.headers.get("mcp-session-id")  # still stateful: FASTMCP_STATELESS_HTTP was not read
         assert post_initialize(running.url, Host="evil.example").status_code == 421  # neither host nor guard changed
-    assert "evil.example" not in running.stderr
+        running.wait_for_line("refused Host 'evil.example'")
+    assert "Host names served besides loopback: none" in running.stderr
 
 
 def test_the_same_values_from_the_environment_do_take_effect(dirs: dict[str, str]) -> None:

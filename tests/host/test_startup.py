@@ -48,6 +48,22 @@ def test_an_unset_workspace_with_working_directory_root_is_said_at_start_and_in_
     assert listed["isError"] and "MCP_WORKSPACE" in listed["content"][0]["text"]
 
 
+def test_started_in_its_checkout_without_a_workspace_the_bridge_refuses_stdio_naming_mcp_workspace(
+    dirs: dict[str, str],
+) -> None:
+    """The old default (issue 27): the workspace was the checkout, and a child rewrote the bridge."""
+    checkout = Path(bridge.__file__).resolve().parents[1]
+    env = host_env({k: v for k, v in dirs.items() if k != "MCP_WORKSPACE"})
+    proc = start(env, cwd=str(checkout))
+    peer = StdioPeer(proc)
+    peer.handshake()
+    added = tool_call(peer, "mcp_add_server", {"name": "echo", "command": sys.executable, "args_json": "[]"})
+    listed = tool_call(peer, "mcp_list_tools", {"server": "echo"}) if not added["isError"] else added
+    err = finish(proc)
+    assert f"MCP_WORKSPACE {checkout} (it is unset, so the working directory) lies inside the bridge's own" in err
+    assert listed["isError"] and "MCP_WORKSPACE" in listed["content"][0]["text"]  # refused before any spawn
+
+
 def test_http_servers_still_work_with_an_unusable_workspace(dirs: dict[str, str]) -> None:
     proc = start(host_env({**dirs, "MCP_WORKSPACE": "/"}))
     peer = StdioPeer(proc)

@@ -89,3 +89,22 @@ def test_added_server_whose_venv_names_the_system_python_runs(root: Path) -> Non
         assert target.read_text() == "ran"
     finally:
         b.close()
+
+
+def test_a_plant_in_a_config_servers_write_path_is_refused_at_add(root: Path) -> None:
+    """The developer's server `writer` may write /data; a venv its child planted there grants nothing
+    to a server the model adds (`child_writable`), as it would in the workspace."""
+    data, secrets = root / "data", root / "home" / "projects"
+    secrets.mkdir(parents=True)
+    (data / "venv" / "bin").mkdir(parents=True)
+    shutil.copy2(visible_python(), data / "venv" / "bin" / "python3")
+    (data / "venv" / "pyvenv.cfg").write_text(f"home = {secrets}\n")
+    settings = Settings(workspace=root / "ws", state_dir=root / "state", homes_dir=root / "homes", timeout=30)
+    writer = {"transport": "stdio", "command": visible_python(), "args": ["-c", "pass"], "write_paths": [str(data)]}
+    b = Bridge(settings, {"writer": writer})
+    try:
+        assert str(data) in b.sandbox.child_writable
+        reply = b.add_server("plant", command=str(data / "venv" / "bin" / "python3"), args_json="[]")
+        assert reply.is_error and "folder children can write" in reply.text, reply.text
+    finally:
+        b.close()

@@ -105,3 +105,34 @@ def test_workspace_symlink_to_the_system_python_runs(box: Box) -> None:
     proc = box.run(box.launch(str(box.ws / "run"), ["-I", "-c", "print('linked python ran')"]))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "linked python ran"
+
+
+def venv_at(box: Box, prefix: Path, home: Path) -> Path:
+    (prefix / "bin").mkdir(parents=True)
+    shutil.copy2(box.python, prefix / "bin" / "python3")
+    (prefix / "pyvenv.cfg").write_text(f"home = {home}\n")
+    return prefix / "bin" / "python3"
+
+
+def test_a_plant_in_another_servers_write_path_grants_nothing(box: Box) -> None:
+    """Another server's `write_paths` is written by its child: a chain through it grants nothing here."""
+    folder = token_folder(box, ".config/Claude")
+    data = box.root / "data"
+    python = venv_at(box, data / "venv", folder)
+    plan = plan_launch(
+        str(python), [], cwd=box.ws, server_env={}, network=None, write_paths=(),
+        config=box.config(child_writable=(str(data),)), server_name="plant",
+    )  # fmt: skip
+    assert plan.problem is not None and f"only {data / 'venv' / 'pyvenv.cfg'} names it" in plan.problem
+    assert not any(folder.is_relative_to(tree) for tree in plan.policy.exposed)
+
+
+def test_a_venv_no_child_can_write_still_shows_its_base(box: Box) -> None:
+    """Positive twin: the same venv where only the operator writes is followed as before."""
+    folder = token_folder(box, ".config/Claude")
+    python = venv_at(box, box.root / "opt" / "venv", folder)
+    plan = plan_launch(
+        str(python), [], cwd=box.ws, server_env={}, network=None, write_paths=(), config=box.config(),
+        server_name="operator",
+    )  # fmt: skip
+    assert plan.problem is None and any(folder.is_relative_to(tree) for tree in plan.policy.exposed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,13 @@ def test_the_limits_prelude_needs_an_interpreter_only_when_it_bounds_something()
         sandbox_exec_argv(subject, ["/bin/true"], tmpdir=TMP, limits=Limits())
     unbounded = Limits(memory_bytes=None, processes=None, file_bytes=None, open_files=None)
     assert sandbox_exec_argv(subject, ["/bin/true"], tmpdir=TMP, limits=unbounded)[0] == SANDBOX_EXEC
+
+
+def test_the_bridges_own_code_in_a_writable_root_is_denied_writes_after_the_write_allow() -> None:
+    """Rendered only (no Mac here): the checkout inside the workspace is a write deny, by parameter."""
+    own = Path("/Users/alice/ws/mcp-bridge")
+    profile, params = profile_and_params(replace(policy(), own=(own,)), tmpdir=TMP)
+    assert params["OWN_0"] == str(own)
+    deny = '(deny file-write*\n  (subpath (param "OWN_0")))'
+    assert profile.index("(allow file-write*") < profile.index(deny)
+    assert "OWN_" not in profile_and_params(policy(), tmpdir=TMP)[0]  # none: no rule at all

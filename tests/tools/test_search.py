@@ -17,7 +17,7 @@ from helpers import fixture_path, start_http_fixture
 
 from bridge.models import SearchResult
 from bridge.tools import Reply
-from bridge.tools.finding import STILL_STARTING
+from bridge.tools.finding import REVALIDATE_AFTER_S, STILL_STARTING
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +178,14 @@ def test_the_structured_result_has_the_documented_shape(make_bridge: MakeBridge,
     assert set(data) == {"ok", "query", "matches", "servers_searched", "servers_not_indexed"}
     assert len(data["matches"]) == 2 and set(data["matches"][0]) == {"server", "tool", "description", "refused"}
 
+
+
+def test_a_lists_ttl_is_kept_where_the_server_gives_one(make_bridge: MakeBridge, stdio_args: StdioArgs, http_echo_url: str) -> None:
+    bridge = make_bridge()
+    ok(bridge.add_server("modern", url=http_echo_url))  # 2026-07-28: its list says ttlMs (FastMCP: 0)
+    ok(bridge.add_server("old", command=sys.executable, args_json=stdio_args("handshake_era")))  # no ttlMs
+    ok(bridge.list_tools(query="echo"))
+    parts = bridge.catalog.parts()
+    modern = parts["modern"]
+    assert modern.expires_at is not None and modern.expires_at - modern.listed_at == pytest.approx(REVALIDATE_AFTER_S)
+    assert parts["old"].expires_at is None

@@ -6,6 +6,7 @@ in running bridges on their next request: they validate every token against the 
 
 from __future__ import annotations
 
+import difflib
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -98,8 +99,11 @@ def revoke_client(state_dir: Path, client: str) -> ClientView:
             cid for cid, rec in state.clients.items() if rec.info.client_name == client
         ]
         if len(matches) != 1:
+            names = [*state.clients, *(rec.info.client_name or "" for rec in state.clients.values())]
+            close = difflib.get_close_matches(client, names, n=1, cutoff=0.6) if not matches else []
             found = "no client" if not matches else f"{len(matches)} clients ({', '.join(map(escaped, matches))})"
-            raise LookupError(f"{found} answer(s) to {quoted(client)}; give a client ID from `mcp-bridge auth clients`")
+            meant = f"; did you mean {quoted(close[0])}?" if close else ""
+            raise LookupError(f"{found} answer(s) to {quoted(client)}{meant}; give a client ID from `mcp-bridge auth clients`")
         view = _client_view(state, matches[0], state.clients[matches[0]])
         state.revoke_client(matches[0])
     return view

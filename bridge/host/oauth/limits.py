@@ -11,7 +11,9 @@ flood must never lock the owner out of pairing.
   `MAX_CLIENT_METADATA` bytes.
 - Clients: at most `MAX_CLIENTS`. A client that never got a token is *unused*: each source keeps at
   most `MAX_UNUSED_CLIENTS_PER_SOURCE` of them, and when the table is full the oldest unused client
-  of the source holding the most goes first. Unused clients are forgotten after `UNUSED_CLIENT_S`.
+  of the source holding the most goes first; one with a consent request waiting goes last (a
+  public CIMD client may have been named first by a stranger while the owner pairs with it).
+  Unused clients are forgotten after `UNUSED_CLIENT_S`.
 - Pending consents: one per client and source (a new request ends the abandoned one), at most
   `MAX_PENDING_PER_SOURCE` per source and `OAuthSettings.max_pending_requests` in all, the oldest
   of the source holding the most ending first.

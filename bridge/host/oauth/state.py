@@ -106,25 +106,38 @@ class OAuthState(BaseModel):
             if len(own) >= per_source:
                 self.revoke_client(own[0])
             while len(self.clients) >= most:
-                by_source: dict[str, list[str]] = {}
-                for cid in self._unused(None):
-                    by_source.setdefault(self.clients[cid].source, []).append(cid)
-                if not by_source:
+                unused = self._unused(None)
+                if not unused:
                     return False
+                waiting = self._waiting()
+                tier = [cid for cid in unused if cid not in waiting] or unused
+                by_source: dict[str, list[str]] = {}
+                for cid in tier:
+                    by_source.setdefault(self.clients[cid].source, []).append(cid)
                 self.revoke_client(max(by_source.values(), key=len)[0])
         self.clients[client_id] = record
         return True
 
-    def _unused(self, source: str | None) -> list[str]:
-        """Clients that never got a token (of `source`, or all), least recently active first."""
-        active: dict[str, float] = {}
+    def _waiting(self) -> dict[str, float]:
+        """Clients with a consent request waiting, and when their newest was filed."""
+        newest: dict[str, float] = {}
         for pending in self.pending.values():
-            active[pending.client_id] = max(active.get(pending.client_id, 0.0), pending.created_at)
+            newest[pending.client_id] = max(newest.get(pending.client_id, 0.0), pending.created_at)
+        return newest
+
+    def _unused(self, source: str | None) -> list[str]:
+        """Clients that never got a token (of `source`, or all): first those with no consent
+        request waiting (forgetting a client ends its requests, whoever made them: a stranger who
+        first named a public CIMD client must not end the owner's request by flooding), then the
+        rest; each least recently active first."""
+        waiting = self._waiting()
         unused = [
             cid for cid, rec in self.clients.items()
             if rec.last_used_at is None and (source is None or rec.source == source)
         ]
-        return sorted(unused, key=lambda cid: max(self.clients[cid].registered_at, active.get(cid, 0.0)))
+        return sorted(
+            unused, key=lambda cid: (cid in waiting, max(self.clients[cid].registered_at, waiting.get(cid, 0.0)))
+        )
 
     def admit_pending(self, key: str, pending: PendingRequest, most: int, per_source: int) -> list[PendingRequest]:
         """File `pending`; what it ends: the same client's earlier requests from the same source

@@ -12,7 +12,7 @@ from mcp.shared.auth import OAuthClientInformationFull
 from oauth_support import LOOPBACK_REDIRECT, RawClient, initialize_with
 
 from bridge.host.oauth import list_clients, list_pending, revoke_client
-from bridge.host.oauth.state import ClientRecord, OAuthState
+from bridge.host.oauth.state import ClientRecord, OAuthState, PendingRequest
 from bridge.host.oauth.store import OAuthStore
 
 
@@ -102,3 +102,24 @@ def test_a_full_table_forgets_the_oldest_unused_client_of_the_busiest_source() -
     assert sorted(state.clients) == ["a3", "b1", "new", "paired"]
     state.clients = {cid: rec.model_copy(update={"last_used_at": 9}) for cid, rec in state.clients.items()}
     assert not state.admit_client("late", record("c", 6), most=4, per_source=2)  # every one has a token
+
+
+def test_a_client_with_a_request_waiting_is_forgotten_last_whoever_named_it_first() -> None:
+    state = OAuthState()
+
+    def record(source: str, registered_at: float) -> ClientRecord:
+        info = OAuthClientInformationFull(client_id="x", redirect_uris=[LOOPBACK_REDIRECT])
+        return ClientRecord(info=info, kind="cimd", registered_at=registered_at, source=source)
+
+    state.admit_client("https://chatgpt.example/oauth.json", record("stranger", 0), most=8, per_source=2)
+    owner_request = PendingRequest(
+        source="owner", client_id="https://chatgpt.example/oauth.json", client_name="ChatGPT", redirect_uri=LOOPBACK_REDIRECT,
+        redirect_uri_provided_explicitly=True, scopes=[], code_challenge="c", state=None, resource=None,
+        pairing_code="AAAA-AAAA", created_at=1, expires_at=10**10, attempts_left=5,
+    )
+    state.pending["owner's"] = owner_request
+    for n in range(20):  # the stranger floods from the source that first named the public client
+        assert state.admit_client(f"flood-{n}", record("stranger", 2 + n), most=8, per_source=2)
+
+    assert "https://chatgpt.example/oauth.json" in state.clients and "owner's" in state.pending
+    assert sorted(state.clients) == ["flood-19", "https://chatgpt.example/oauth.json"]  # the twin: the flood's own go

@@ -120,6 +120,16 @@ def test_a_pending_request_shows_its_code_in_the_cli_as_in_the_log(dirs: dict[st
     assert pending.stdout.startswith(f"{logged.group(1)}  {logged.group(2)}  'Raw' ")
 
 
+def test_a_real_bridge_refuses_a_huge_registration_and_keeps_a_normal_one(dirs: dict[str, str]) -> None:
+    with http_bridge(host_env(dirs, MCP_AUTH="oauth")) as running:
+        base = running.url.removesuffix("/mcp")
+        body = {"redirect_uris": ["http://127.0.0.1:9/cb"], "token_endpoint_auth_method": "none"}
+        huge = httpx.post(f"{base}/register", json={**body, "client_name": "x" * (4 << 20)}, trust_env=False, timeout=30)
+        normal = httpx.post(f"{base}/register", json={**body, "client_name": "Raw"}, trust_env=False, timeout=30)
+    assert huge.status_code == 413
+    assert normal.status_code == 201
+
+
 async def test_a_chatgpt_like_client_connects_by_cimd_with_its_user_agent_and_redirect_uri(
     dirs: dict[str, str], cimd_host: DocumentServer, loopback_tls: tuple[Path, Path, Path]
 ) -> None:
