@@ -82,11 +82,19 @@ def test_the_site_builds_with_strict(tmp_path: Path) -> None:
     assert (tmp_path / "site" / "sandbox" / "index.html").is_file()
 
 
-def test_the_readme_fits_a_screenful_of_reading_and_links_only_to_pages_that_exist() -> None:
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub and MkDocs's `toc` both make it (for the headings these pages use)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_fits_a_screenful_of_reading_and_links_only_to_pages_and_headings_that_exist() -> None:
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 250
-    for target in re.findall(r"\]\(((?!https?:)[^)#]+)(?:#[^)]*)?\)", readme):
+    for target, anchor in re.findall(r"\]\(((?!https?:)[^)#]+)(?:#([^)]*))?\)", readme):
         assert (ROOT / target).exists(), target
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", (ROOT / target).read_text(), re.M)
+            assert anchor in {slug(heading) for heading in headings}, f"{target}#{anchor}"
 
 
 def test_every_block_says_what_it_holds() -> None:
