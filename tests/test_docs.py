@@ -5,12 +5,15 @@ the bridge's own command (parsed by the bridge's own parsers, so a renamed optio
 script of this repository that a test or CI runs, a bench script and options it declares, or a
 program of someone else's, listed below with the reason it is not run. A `text` block of tool calls
 is checked against the tools' input schemas; the layout tree names files that exist; the JSON and
-Python snippets are run by the tests named in `SNIPPETS_RUN_ELSEWHERE`.
+Python snippets are run by the tests named in `SNIPPETS_RUN_ELSEWHERE`. An `mcp-bridge ...` in the
+text is a command that parses or the name of one.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import os
 import re
@@ -155,6 +158,29 @@ def test_every_shell_command_shown_parses_or_is_run_by_a_test(block: tuple[Path,
             check_shell(argv)
         except SystemExit:  # argparse refused it (and said why on stderr)
             pytest.fail(f"{block[0].name}: `{shlex.join(argv)}` is not a valid command")
+
+
+# Inline spans that show a usage form rather than a command.
+USAGE_FORMS = {"mcp-bridge COMMAND --help": "every command's help, COMMAND standing for any of them"}
+
+
+def check_named_command(argv: list[str]) -> None:
+    """An inline `mcp-bridge ...`: a whole command that parses, or a command's name (its --help works)."""
+    argv = [token for token in argv if token != "..."]
+    try:
+        check_bridge_command(argv)
+    except SystemExit:
+        with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as shown:
+            check_bridge_command([*argv, "--help"])
+        assert shown.value.code == 0, f"`mcp-bridge {shlex.join(argv)}` names no command"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_bridge_command_named_in_the_text_parses_or_names_a_command(page: Path) -> None:
+    text = FENCE.sub("", page.read_text())
+    for span in re.findall(r"`((?:\.venv/bin/)?mcp-bridge(?: [^`]*)?)`", text):
+        if " ".join(span.split()) not in USAGE_FORMS:
+            check_named_command(shlex.split(span)[1:])
 
 
 def tool_schemas() -> dict[str, dict[str, object]]:
