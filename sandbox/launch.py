@@ -35,7 +35,7 @@ from typing import Literal
 
 from sandbox.bubblewrap import PROXY_PORT, Forwarder, bwrap_argv
 from sandbox.command import CommandNotFound, resolve_command
-from sandbox.environment import DEFAULT_PATH, child_environment
+from sandbox.environment import DEFAULT_PATH, TRUST, child_environment
 from sandbox.errors import InvalidWorkspace, NotRunnable, SandboxUnavailable
 from sandbox.gate import Gate, open_gate
 from sandbox.homes import EMPTY_DIR, EMPTY_FILE, default_homes_dir, ensure_home, home_environment, home_path
@@ -369,12 +369,20 @@ def _plan(
         private_home=private_home, homes_dir=homes_dir, read_paths=read_paths,
         git_write_paths=git_write_paths, program_files=program_files, allowed_hosts=hosts,
         proxy_socket=proxy_socket, empty_file=homes_dir / EMPTY_FILE, empty_dir=homes_dir / EMPTY_DIR,
-        held=held, own_paths=config.own_paths, scan_max_dirs=config.scan_max_dirs,
+        held=held, own_paths=config.own_paths, trust_paths=_trust_paths(server_env),
+        scan_max_dirs=config.scan_max_dirs,
     )  # fmt: skip
     problem = check_runnable(executable, policy, path_env=path_env, writable=writable)
     if problem is None and hidden_by(policy, cwd) is not None:
         problem = f"the working directory {cwd} is hidden from children; use a folder in the workspace"
     return Plan(executable, policy, backend.name, setting, private_home, problem)
+
+
+def _trust_paths(server_env: dict[str, str]) -> tuple[Path, ...]:
+    """The CA files and folders the trust variables the child gets name (a TLS-inspecting network's
+    bundle may sit in the hidden home)."""
+    given = {**os.environ, **server_env}
+    return tuple(Path(given[name]) for name in sorted(TRUST) if os.path.isabs(given.get(name, "")))
 
 
 def _child_writable(

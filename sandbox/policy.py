@@ -188,6 +188,7 @@ def build_policy(
     empty_dir: Path | None = None,
     held: frozenset[Path] = frozenset(),
     own_paths: tuple[Path, ...] = (),
+    trust_paths: tuple[Path, ...] = (),
     scan_max_dirs: int = SCAN_MAX_DIRS,
 ) -> Policy:
     """Derive the policy, refusing roots that would expose a secret (raises `InvalidWorkspace`).
@@ -196,6 +197,8 @@ def build_policy(
     `program_files` is the command's chain (see `programs.py`); `held` are placeholders another
     running child holds, which look present on disk but are still placeholders; `own_paths` are
     the bridge's own code and venv (read-only inside a writable root, never around one);
+    `trust_paths` the CA files and folders the trust variables name (`SSL_CERT_FILE`...), shown
+    read-only when the hidden home holds them;
     `scan_max_dirs` bounds the search for nested repositories (a root past it is refused).
     """
     home = Path(os.path.realpath(home))
@@ -218,6 +221,7 @@ def build_policy(
         reads = _read_paths(read_paths, masks, keep_out)
         candidates = [install_tree(Path(f), home) for f in program_files]
         candidates += [home / name for name in HOME_TOOL_DIRS]
+        candidates += list(trust_paths)
         exposed = _exposures(candidates, reads, hidden, masks, keep_out)
 
     git_write = {Path(os.path.realpath(p)) for p in git_write_paths}

@@ -5,12 +5,15 @@ the bridge's own command (parsed by the bridge's own parsers, so a renamed optio
 script of this repository that a test or CI runs, a bench script and options it declares, or a
 program of someone else's, listed below with the reason it is not run. A `text` block of tool calls
 is checked against the tools' input schemas; the layout tree names files that exist; the JSON and
-Python snippets are run by the tests named in `SNIPPETS_RUN_ELSEWHERE`.
+Python snippets are run by the tests named in `SNIPPETS_RUN_ELSEWHERE`. An `mcp-bridge ...` in the
+text is a command that parses or the name of one.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import os
 import re
@@ -82,11 +85,19 @@ def test_the_site_builds_with_strict(tmp_path: Path) -> None:
     assert (tmp_path / "site" / "sandbox" / "index.html").is_file()
 
 
-def test_the_readme_fits_a_screenful_of_reading_and_links_only_to_pages_that_exist() -> None:
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub and MkDocs's `toc` both make it (for the headings these pages use)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_readme_fits_a_screenful_of_reading_and_links_only_to_pages_and_headings_that_exist() -> None:
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 250
-    for target in re.findall(r"\]\(((?!https?:)[^)#]+)(?:#[^)]*)?\)", readme):
+    for target, anchor in re.findall(r"\]\(((?!https?:)[^)#]+)(?:#([^)]*))?\)", readme):
         assert (ROOT / target).exists(), target
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", (ROOT / target).read_text(), re.M)
+            assert anchor in {slug(heading) for heading in headings}, f"{target}#{anchor}"
 
 
 def test_every_block_says_what_it_holds() -> None:
@@ -147,6 +158,29 @@ def test_every_shell_command_shown_parses_or_is_run_by_a_test(block: tuple[Path,
             check_shell(argv)
         except SystemExit:  # argparse refused it (and said why on stderr)
             pytest.fail(f"{block[0].name}: `{shlex.join(argv)}` is not a valid command")
+
+
+# Inline spans that show a usage form rather than a command.
+USAGE_FORMS = {"mcp-bridge COMMAND --help": "every command's help, COMMAND standing for any of them"}
+
+
+def check_named_command(argv: list[str]) -> None:
+    """An inline `mcp-bridge ...`: a whole command that parses, or a command's name (its --help works)."""
+    argv = [token for token in argv if token != "..."]
+    try:
+        check_bridge_command(argv)
+    except SystemExit:
+        with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as shown:
+            check_bridge_command([*argv, "--help"])
+        assert shown.value.code == 0, f"`mcp-bridge {shlex.join(argv)}` names no command"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_bridge_command_named_in_the_text_parses_or_names_a_command(page: Path) -> None:
+    text = FENCE.sub("", page.read_text())
+    for span in re.findall(r"`((?:\.venv/bin/)?mcp-bridge(?: [^`]*)?)`", text):
+        if " ".join(span.split()) not in USAGE_FORMS:
+            check_named_command(shlex.split(span)[1:])
 
 
 def tool_schemas() -> dict[str, dict[str, object]]:

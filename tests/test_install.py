@@ -104,15 +104,40 @@ def test_the_installed_command_without_mcp_config_serves_no_developer_servers(in
 
 
 @pytest.mark.registry
-def test_uvx_from_the_checkout_starts_the_bridge(tmp_path: Path) -> None:
+def test_uvx_from_the_checkout_starts_the_bridge_and_its_claude_desktop_entry_outlives_uv_s_cache(tmp_path: Path) -> None:
+    """uvx runs the bridge from uv's cache, which `uv cache prune` may empty: the entry it prints for
+    Claude Desktop runs uvx again, from the checkout, and starts from `/` with a bare environment."""
     uvx = shutil.which("uvx") or str(Path(sys.executable).with_name("uvx"))
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "UV_CACHE_DIR": str(tmp_path / "uv")}
+    cache = tmp_path / "uv"
+    env = {"PATH": f"{Path(uvx).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "UV_CACHE_DIR": str(cache)}
     env |= {name: os.environ[name] for name in ("SSL_CERT_FILE", "SSL_CERT_DIR") if name in os.environ}  # the machine's CAs
+    (tmp_path / "ws").mkdir()
+    dirs = {"MCP_STATE_DIR": str(tmp_path / "state"), "MCP_WORKSPACE": str(tmp_path / "ws")}
     ran = subprocess.run(
-        [uvx, "--from", str(ROOT), "mcp-bridge", "servers", "list"],
-        env={**env, "MCP_STATE_DIR": str(tmp_path / "state"), "MCP_WORKSPACE": str(tmp_path)},
+        [uvx, "--from", str(ROOT), "mcp-bridge", "config", "claude-desktop"],
+        env={**env, **dirs},
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
+    entry = json.loads(ran.stdout)["mcpServers"]["mcp-bridge"]
+    assert [entry["command"], *entry["args"]] == [str(Path(uvx).absolute()), "--from", str(ROOT), "mcp-bridge"]
+    assert str(cache) not in ran.stdout
+    gui = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "UV_CACHE_DIR": str(cache)}  # the test's cache, warm
+    proc = subprocess.Popen(
+        [entry["command"], *entry["args"]],
+        cwd="/",
+        env={**gui, **entry["env"]},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    peer = StdioPeer(proc)
+    try:
+        peer.handshake("2025-11-25", "claude-ai")
+        tools = [tool["name"] for tool in peer.result("tools/list")["tools"]]
+    finally:
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert tools == ["mcp_list_tools", "mcp_call_tool", "mcp_add_server", "mcp_remove_server"]

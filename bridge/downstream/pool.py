@@ -23,8 +23,9 @@ Rules:
   shared by concurrent calls and spoken in the 2026-07-28 era where the server has it; a session
   whose host can answer asks (elicitation, sampling) or wants logs carries one call at a time,
   since those messages name no request on the wire, and several such sessions may be live for one
-  server. Sessions for a host with asks or roots try the handshake era first (only there can a
-  server send requests of its own), falling back to 2026-07-28 for a server that refuses it;
+  server. Sessions for a host with asks, and every stdio server's (its roots are the bridge's to
+  answer, whatever the host declares), try the handshake era first (only there can a server send
+  requests of its own), falling back to 2026-07-28 for a server that refuses it;
 - while a call runs, what the server sends back goes to that call's `CallRelay`; the deadline
   (`timeout`) stops while the host's person answers an ask;
 - a server that keeps failing to start or connect is held back (`bridge.downstream.backoff`): calls get its
@@ -446,7 +447,7 @@ class Sessions:
     async def _use_traced(
         self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]], call: CallRelay | None, span: Span
     ) -> T:
-        abilities = call.abilities if call is not None else Abilities()
+        abilities = (call.abilities if call is not None else Abilities()).for_server(spec)
         live = self._reuse(name, spec, abilities)
         connection: Connection | None = None
         waiting = _RoomWait()

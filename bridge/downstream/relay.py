@@ -16,7 +16,12 @@ knows the protocol, so the tools and the pool stay free of FastMCP's server side
 - an elicitation reaches the host attributed ("The MCP server 'NAME' asks: ..."), its message on
   one line; a URL-mode one only for an `https` URL, or `http` to this machine (a `javascript:`,
   `file:` or `data:` URL, or plain `http` across the network, is declined and the model told);
-- `roots/list` is answered here, never by the host: the roots the child may really use.
+- `roots/list` is answered here, never by the host: the roots the child may really use. A stdio
+  server is told of roots whatever its host declares (Claude Desktop and ChatGPT declare none), in
+  both eras: its session tries the handshake era first, where a server asks `roots/list` itself,
+  and a 2026-07-28 server's `input_required` ask for roots is answered the same way. Roots never
+  change during a session (the workspace is fixed at start; a new cwd re-registers the server,
+  which closes its sessions), so `listChanged` is false: the next session lists the new roots.
 While the host's person answers an ask, the call's timeout clock stops (`Clock`).
 """
 
@@ -26,7 +31,7 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -86,6 +91,11 @@ class Abilities:
         """One call at a time on such a session: asks and logs carry no request id on the wire
         (stdio has no per-request stream), so the session's one call is the one they belong to."""
         return self.asks or self.log_level is not None
+
+    def for_server(self, spec: ServerSpec) -> Abilities:
+        """The abilities a session with `spec` advertises: the host's, and roots for a stdio server,
+        which the bridge answers itself (the workspace and the child's cwd)."""
+        return replace(self, roots=True) if isinstance(spec, StdioServerSpec) and not self.roots else self
 
     @property
     def handshake_first(self) -> bool:

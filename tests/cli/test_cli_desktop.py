@@ -13,6 +13,7 @@ from bridge_proc import FOUR_TOOLS, StdioPeer
 from cli_support import BRIDGE, CliDirs, RunCli
 
 from bridge.cli import desktop
+from sandbox.environment import TRUST
 
 # What a macOS GUI app such as Claude Desktop hands a server besides the entry's own env.
 GUI_ENV = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": "/root", "USER": "root", "LOGNAME": "root"}
@@ -39,7 +40,11 @@ def start_like_claude_desktop(entry: dict[str, Any]) -> list[str]:
         proc.stderr.close()  # type: ignore[union-attr]
 
 
-def test_printed_entry_starts_the_bridge_from_root_with_a_bare_env(cli: RunCli, cli_dirs: CliDirs) -> None:
+def test_printed_entry_starts_the_bridge_from_root_with_a_bare_env(
+    cli: RunCli, cli_dirs: CliDirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in TRUST:
+        monkeypatch.delenv(name, raising=False)
     ran = cli("config", "claude-desktop")
     assert ran.code == 0
     entry = ran.json()["mcpServers"]["mcp-bridge"]
@@ -57,6 +62,17 @@ def test_printed_entry_starts_the_bridge_from_root_with_a_bare_env(cli: RunCli, 
     assert cli_dirs.registry.exists()  # the bridge used the printed state dir
 
 
+def test_the_entry_carries_the_cas_of_a_tls_inspected_network(cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Desktop's bare environment would lose them; uvx and npx behind such a network need them."""
+    for name in TRUST:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/certs/corporate.pem")
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", "/etc/ssl/certs/corporate.pem")
+    env = cli("config", "claude-desktop").json()["mcpServers"]["mcp-bridge"]["env"]
+    assert env["SSL_CERT_FILE"] == env["NODE_EXTRA_CA_CERTS"] == "/etc/ssl/certs/corporate.pem"
+    assert "SSL_CERT_DIR" not in env and "REQUESTS_CA_BUNDLE" not in env  # only what is set
+
+
 def test_without_a_script_beside_python_the_entry_runs_python_m_cli(
     cli: RunCli, cli_dirs: CliDirs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -72,6 +88,8 @@ def test_without_a_script_beside_python_the_entry_runs_python_m_cli(
 
 
 def test_relative_options_are_printed_absolute(cli: RunCli, cli_dirs: CliDirs, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in TRUST:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(cli_dirs.base)
     ran = cli("config", "claude-desktop", "--name", "bridge", "--workspace", "ws", "--state-dir", "other-state")
     entry = ran.json()["mcpServers"]["bridge"]

@@ -79,7 +79,7 @@ def test_one_row_per_tool_mcp_list_tools_lists(cli: RunCli, cli_dirs: CliDirs) -
     assert header.split() == ["TOOL", "BRIDGE", "CHATGPT", "CLAUDE"]
     assert [row.split()[0] for row in rows] == [tool.name for tool in catalog.tools]
     assert ran.out.splitlines()[-2:] == [
-        "everything: 13 tools; mcp_call_tool calls 12, runs 1 as a task, refuses 0; "
+        "everything: 14 tools; mcp_call_tool calls 13, runs 1 as a task, refuses 0; "  # get-roots-list: the bridge answers roots
         "connected directly, chatgpt would drop 1, claude would drop 2",
         "(BRIDGE: what mcp_call_tool does, any result over MCP_MAX_CHARS paged; "
         "CHATGPT, CLAUDE: a host connected to the server directly, not through the bridge)",

@@ -128,6 +128,9 @@ def first_text(result: mt.CallToolResult) -> str:
 # -- 1. the host's abilities reach the downstream --------------------------------------------
 
 
+ROOTS = {"roots": {"listChanged": False}}  # the bridge answers a stdio server's roots itself, for every host
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_the_downstream_session_advertises_what_the_host_can_do_no_more(make_bridge: MakeBridge, era: str) -> None:
     bridge = make_bridge(RELAY)
@@ -136,14 +139,17 @@ async def test_the_downstream_session_advertises_what_the_host_can_do_no_more(ma
         seen = json.loads(first_text(await bridged(client, "abilities")))
     async with direct(host) as client:
         directly = json.loads(first_text(await client.call_tool("abilities", {})))
-    assert seen == directly == {"elicitation": {"form": {}, "url": {}}, "sampling": {}}
+    assert directly == {"elicitation": {"form": {}, "url": {}}, "sampling": {}}
+    assert seen == {**directly, **ROOTS}
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_a_host_without_abilities_gets_a_session_that_advertises_none(make_bridge: MakeBridge, era: str) -> None:
+async def test_a_host_without_abilities_gets_a_session_that_advertises_only_the_bridges_roots(
+    make_bridge: MakeBridge, era: str
+) -> None:
     bridge = make_bridge(RELAY)
     async with connected(bridge, era, Host(elicit=None)) as client:
-        assert json.loads(first_text(await bridged(client, "abilities"))) == {}
+        assert json.loads(first_text(await bridged(client, "abilities"))) == ROOTS
 
 
 async def test_hosts_with_different_abilities_get_different_warm_sessions(make_bridge: MakeBridge) -> None:
@@ -152,7 +158,7 @@ async def test_hosts_with_different_abilities_get_different_warm_sessions(make_b
         first = first_text(await bridged(plain, "instance"))
         async with connected(bridge, "handshake", Host(elicit="Ada", url=True)) as able:
             other = first_text(await bridged(able, "instance"))
-            assert json.loads(first_text(await bridged(able, "abilities"))) == {"elicitation": {"form": {}, "url": {}}}
+            assert json.loads(first_text(await bridged(able, "abilities"))) == {"elicitation": {"form": {}, "url": {}}, **ROOTS}
         again = first_text(await bridged(plain, "instance"))
     assert first == again != other
 
@@ -248,9 +254,10 @@ async def test_an_elicitation_the_host_cannot_answer_is_declined_at_once_and_the
 async def test_a_server_that_checks_the_hosts_abilities_fails_at_once_in_its_own_words(
     make_bridge: MakeBridge, era: str
 ) -> None:
-    bridge = make_bridge(RELAY)  # spoken to in 2026-07-28 for a host that cannot elicit
-    async with connected(bridge, era, Host(elicit=None)) as client:
-        result = await bridged(client, "ask", {"question": "Your name?"})
+    with start_http_fixture("relay") as (base_url, _proc):  # spoken to in 2026-07-28 for a host that cannot elicit
+        bridge = make_bridge({"relay": {"transport": "http", "url": f"{base_url}/mcp"}})
+        async with connected(bridge, era, Host(elicit=None)) as client:
+            result = await bridged(client, "ask", {"question": "Your name?"})
     assert result.is_error
     assert "elicitation via server-initiated requests is unavailable" in text(result)
 
@@ -462,7 +469,8 @@ async def test_server_everything_lists_the_same_tools_through_the_bridge_as_dire
     assert node is not None and EVERYTHING.is_file()
     bridge = make_bridge({"everything": {"transport": "stdio", "command": node, "args": [str(EVERYTHING), "stdio"]}})
     host = Host(elicit="Ada" if able else None, sample=able, roots=able)
-    async with Client(StdioServerParameters(command=node, args=[str(EVERYTHING), "stdio"]), **host.callbacks()) as client:
+    with_roots = Host(elicit="Ada" if able else None, sample=able, roots=True)  # as the bridge answers them
+    async with Client(StdioServerParameters(command=node, args=[str(EVERYTHING), "stdio"]), **with_roots.callbacks()) as client:
         directly = {tool.name for tool in (await client.list_tools()).tools}
     async with connected(bridge, "handshake", host) as client:
         catalog = await client.call_tool("mcp_list_tools", {"server": "everything"})

@@ -309,6 +309,29 @@ def test_bridge_secrets_are_absent_from_env_and_every_visible_environ(
     assert token not in environ and api_key not in environ
 
 
+@bwrap
+def test_a_tls_inspecting_network_s_ca_bundle_reaches_the_child_even_from_the_hidden_home(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind TLS inspection npx and uvx need the inspecting CA: SSL_CERT_FILE and NODE_EXTRA_CA_CERTS
+    pass on, and the file they name is shown read-only while the rest of the home stays hidden."""
+    bundle = world.home / "certs" / "corporate.pem"
+    bundle.parent.mkdir()
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(bundle))
+    monkeypatch.setenv("SSL_CERT_DIR", "/etc/ssl/certs")
+    with world.bridge() as bridge:
+        env = json.loads(call(bridge, "env"))
+        read = call(bridge, "read", path=str(bundle))
+        public = call(bridge, "read", path=str(world.home / "public.txt"))
+        key = call(bridge, "read", path=str(world.home / ".ssh" / "id_ed25519"))
+    assert env["SSL_CERT_FILE"] == env["NODE_EXTRA_CA_CERTS"] == str(bundle)
+    assert env["SSL_CERT_DIR"] == "/etc/ssl/certs"
+    assert read == "-----BEGIN CERTIFICATE-----\n"
+    assert public.startswith("denied: ") and key.startswith("denied: ")  # the twin: the home stays hidden
+
+
 # --- 8: children die with the bridge --------------------------------------------------------------
 
 

@@ -5,7 +5,8 @@ Tools, one per thing the bridge must relay:
 - chatter(n): n info logs, then "done";
 - ask(question): a form elicitation (server-initiated, handshake era); ask_url(): a URL one;
 - guard(question): the same question as a 2026-07-28 input_required round (multi round-trip);
-- sample(prompt): a sampling request; roots(): the client's roots, one URI a line;
+- sample(prompt): a sampling request; roots(): the client's roots, one URI a line (a request of
+  the server's own, handshake era); roots_round(): the same as a 2026-07-28 input_required round;
 - abilities(): the client capabilities this session was opened with, as JSON;
 - picture(size): a PNG of `size` bytes; sound(): a WAV block; document(): an embedded text
   resource; link(): a link to the listed resource `relay://notes/long`; long(n): n characters of
@@ -127,6 +128,17 @@ async def sample(prompt: str, ctx: Context) -> str:
 @mcp.tool
 async def roots(ctx: Context) -> str:
     listed = await ctx.session.list_roots()
+    return "\n".join(str(root.uri) for root in listed.roots)
+
+
+@mcp.tool
+async def roots_round(ctx: Context) -> str | mt.InputRequiredResult:
+    """The client's roots asked as a 2026-07-28 server asks: an input_required round."""
+    answers = ctx.input_responses
+    if not answers:
+        return mt.InputRequiredResult(input_requests={"roots": mt.ListRootsRequest()}, request_state="roots")
+    listed = answers["roots"]
+    assert isinstance(listed, mt.ListRootsResult)
     return "\n".join(str(root.uri) for root in listed.roots)
 
 

@@ -10,14 +10,18 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import httpx
 import pytest
+from mcp.shared.auth import AuthorizationCodeResult
 from helpers import start_http_fixture
 
 from bridge.errors import ErrorResult
 from bridge.settings import Settings
 from bridge.store.registry import parse_config_servers
 from bridge.tools import Bridge, Reply
+from bridge.tools.signin import LoopbackCallback
 
 CLIENT_ID = "bridge-at-remote"
 SECRET = "s3cr3t-4f9a1c7e2b8d6053"
@@ -110,3 +114,25 @@ def test_a_401_with_no_oauth_metadata_anywhere_is_http_error_saying_so(state: Pa
             bridge.close()
     assert data.detail["status"] == 401
     assert "publishes no OAuth metadata" in data.message, data.message
+
+
+async def test_the_loopback_callback_serves_every_authorization_of_its_sign_in() -> None:
+    """A flow may authorize more than once (a step-up inside one sign-in): each wait gets the answer
+    of its own authorization, never the first one's again."""
+    callback = LoopbackCallback()
+    answers: list[AuthorizationCodeResult] = []
+
+    async def wait_for_the_browser() -> None:
+        answers.append(await callback.wait())
+
+    try:
+        for n in (1, 2):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait_for_the_browser)
+                url = f"{callback.uri}?code=c{n}&state=s{n}"
+                page = await anyio.to_thread.run_sync(lambda: httpx.get(url, timeout=10))
+                assert page.status_code == 200 and "Signed in" in page.text
+            assert (answers[-1].code, answers[-1].state) == (f"c{n}", f"s{n}")
+        assert callback.came_back
+    finally:
+        callback.close()
