@@ -233,3 +233,30 @@ def test_a_childs_connect_host_cannot_forge_a_log_line(proxy_dir: Path) -> None:
     assert logged.count("\n") == 1
     assert not any(control in logged for control in CONTROLS)
     assert logged.startswith("INFO proxy refused evil\\x1b[2j\\nwarning:mcp_bridge:forged\\x07.example.com:443")
+
+
+def _start_log(bridge_dirs: BridgeDirs, variable: str) -> list[str]:
+    """The first lines a real bridge process logs when its environment holds `variable`."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/root"),
+        "MCP_WORKSPACE": str(bridge_dirs.workspace),
+        "MCP_STATE_DIR": str(bridge_dirs.state),
+        "MCP_HOMES_DIR": str(bridge_dirs.homes),
+        variable: "1",
+    }
+    script = Path(sys.executable).with_name("mcp-bridge")
+    ran = subprocess.run([script], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    return ran.stderr.splitlines()
+
+
+def test_a_plain_misspelt_setting_is_logged_as_it_is(bridge_dirs: BridgeDirs) -> None:
+    lines = _start_log(bridge_dirs, "MCP_TIMOUT")
+    assert any(line.endswith("MCP_TIMOUT is not a setting of the bridge; did you mean MCP_TIMEOUT?") for line in lines)
+
+
+def test_the_bridge_process_logs_a_foreign_name_on_one_line(bridge_dirs: BridgeDirs) -> None:
+    lines = _start_log(bridge_dirs, "MCP_TIMOUT\x1b[2J\nmcp_bridge WARNING forged")
+    assert not any(control in "\n".join(lines) for control in CONTROLS)
+    assert not any(line.startswith("mcp_bridge WARNING forged") for line in lines)
+    assert any("MCP_TIMOUT\\x1b[2J\\nmcp_bridge WARNING forged is not a setting" in line for line in lines)

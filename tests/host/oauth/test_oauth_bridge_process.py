@@ -148,3 +148,16 @@ async def test_a_chatgpt_like_client_connects_by_cimd_with_its_user_agent_and_re
     assert tools == FOUR_TOOLS
     assert storage.client_info.client_id == document_url
     assert "'ChatGPT' [cimd]" in clients.stdout and CHATGPT_REDIRECT in clients.stdout
+
+
+def test_revoking_a_misspelt_client_says_which_was_meant(dirs: dict[str, str]) -> None:
+    env = host_env(dirs, MCP_AUTH="oauth")
+    with http_bridge(env) as running:
+        registered = httpx.post(f"{running.url.removesuffix('/mcp')}/register", json={
+            "client_name": "ChatGPT", "redirect_uris": ["http://127.0.0.1:9/cb"], "token_endpoint_auth_method": "none",
+        }, trust_env=False, timeout=30)
+        assert registered.status_code == 201
+        misspelt = subprocess.run([BRIDGE, "auth", "revoke", "ChatGTP"], env=env, capture_output=True, text=True, timeout=60)
+        revoked = subprocess.run([BRIDGE, "auth", "revoke", "ChatGPT"], env=env, capture_output=True, text=True, timeout=60)
+    assert misspelt.returncode != 0 and "did you mean 'ChatGPT'?" in misspelt.stderr
+    assert revoked.returncode == 0, revoked.stderr  # the twin: the right name revokes it
