@@ -202,6 +202,8 @@ def structured_results(peer: StdioPeer) -> list[tuple[str, dict[str, Any]]]:
         call("mcp_list_tools", {"server": "echo"}),
         call("mcp_list_tools", {"server": "echo", "tool_name": "add"}),
         call("mcp_list_tools", {"server": "nope"}),
+        call("mcp_list_tools", {"query": "add two numbers", "limit": 3}),
+        call("mcp_list_tools", {"query": "add", "limit": 0}),
         call("mcp_call_tool", {"server": "echo", "tool_name": "add", "arguments_json": '{"a": 1, "b": 2}'}),
         call("mcp_call_tool", {"server": "echo", "tool_name": "image"}),
         call("mcp_call_tool", {"server": "echo", "tool_name": "fail", "arguments_json": '{"message": "no"}'}),
@@ -219,6 +221,8 @@ def test_real_results_validate_against_the_output_schema_of_both_shapes(wire: di
         peer.handshake()
         results = structured_results(peer)
     assert {data["ok"] for _, data in results} == {True, False}
+    found = next(data for name, data in results if "matches" in data)
+    assert found["matches"][0]["tool"] == "add" and found["servers_searched"] == ["echo"]
     for shape, tools in wire.items():
         schemas = {tool["name"]: tool["outputSchema"] for tool in tools}
         for name, data in results:
