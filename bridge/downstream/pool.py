@@ -15,7 +15,9 @@ Rules:
 - a server's tool list is fetched once per session and refreshed on
   `notifications/tools/list_changed` or when a call names a tool the cache does not know; one
   listing holds at most `max_list_pages` pages and `max_tools` tools (a server whose `nextCursor`
-  never ends is a `protocol_error`, not a bridge out of memory);
+  never ends is a `protocol_error`, not a bridge out of memory: `bridge.downstream.listing`);
+- a task-only tool runs as a task (`bridge.downstream.tasks`); a session's state and its client,
+  which advertises exactly the host's abilities, are `bridge.downstream.live`;
 - opening a session (spawn or connect, then the handshake) is bounded by `start_timeout`, each
   operation on an open one by `timeout`;
 - sessions are keyed on the server *and* the calling host's `Abilities` (`bridge.downstream.relay`):
@@ -34,12 +36,10 @@ Rules:
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
-import warnings
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -47,75 +47,27 @@ import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client
-from mcp.client.session import ClientRequestContext, IncomingMessage
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.client.session import IncomingMessage
+from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
-from bridge import __version__, internals, telemetry
+from bridge import telemetry
 from bridge.downstream.backoff import Backoff
 from bridge.downstream.connection import Connection, SessionSettings, leaves
-from bridge.downstream.relay import Abilities, CallRelay, Clock, roots_for
+from bridge.downstream.listing import Listings, all_tools, listed_resources
+from bridge.downstream.live import Live, client_for, set_log_level
+from bridge.downstream.relay import Abilities, CallRelay, Clock
 from bridge.downstream.sandbox_notes import refused_write_note
 from bridge.downstream.stdio import ChildSupport
+from bridge.downstream.tasks import TASKS_UNAVAILABLE, call_as_task, runs_tasks, task_only
 from bridge.errors import BridgeError, unknown_tool
 from bridge.models import ServerSpec
 
 logger = logging.getLogger("mcp_bridge.sessions")
 
-CLIENT_INFO = types.Implementation(name="mcp-bridge", version=__version__)
-_MAX_PAGES = 100  # of a resource listing: a server that pages forever cannot hold a read
-_TASK_TTL_MS = 10 * 60 * 1000  # how long a task's server keeps it for us
-_TASK_CANCEL_S = 2.0  # given to tasks/cancel when a task's call is given up on
-# Beside the page and tool counts: 100 pages of one 16 MiB tool each would still be 1.6 GB.
-MAX_LISTING_BYTES = 32 * 1024 * 1024
 T = TypeVar("T")
-
-
-@dataclass(eq=False)
-class _Live:
-    name: str
-    connection: Connection
-    abilities: Abilities
-    client: Client | None = None
-    calls: list[CallRelay] = field(default_factory=list)  # the calls running on it
-    tools: dict[str, types.Tool] | None = None
-    in_use: int = 0
-    last_used: float = 0.0
-    stopping: bool = False
-    kill: bool = False
-    wake: anyio.Event = field(default_factory=anyio.Event)
-    awaits_release: bool = False  # the owner waits for the session's last caller to let go
-    closed: anyio.Event = field(default_factory=anyio.Event)
-
-    @property
-    def spec(self) -> ServerSpec:
-        return self.connection.spec
-
-    def touch(self) -> None:
-        self.last_used = anyio.current_time()
-
-    def request_stop(self, *, kill: bool) -> None:
-        self.stopping = True
-        self.kill = self.kill or kill
-        self.wake.set()
-
-    def relay(self) -> CallRelay:
-        """Where what the server sends goes: the call running on the session, when there is just
-        one (always so on an exclusive session); else a relay that declines asks, drops logs and
-        answers roots (a shared session advertised no asks, and no call on it asked for logs)."""
-        if len(self.calls) == 1:
-            return self.calls[0]
-        return CallRelay(
-            channel=None, roots=functools.partial(roots_for, self.spec, self.connection.settings.workspace)
-        )
-
-    def free_for(self, spec: ServerSpec, abilities: Abilities) -> bool:
-        if self.stopping or self.spec != spec or self.abilities != abilities:
-            return False
-        return not (abilities.exclusive and self.in_use)
 
 
 @dataclass
@@ -131,42 +83,14 @@ class _RoomWait:
         return self.busy or (self.behind is not None and self.behind.busy)
 
 
-TASKS_UNAVAILABLE = (
-    "can only run as a task (execution.taskSupport=required), and this server does not offer "
-    "task-augmented calls in the handshake era, the only one the bridge can run tasks in"
-)
-
-
 def _text(result: types.CallToolResult) -> str:
     """A result's text blocks, where a tool's own error says what failed."""
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-def _task_only(tool: types.Tool) -> bool:
-    return tool.execution is not None and tool.execution.task_support == "required"
-
-
-def _runs_tasks(client: Client) -> bool:
-    """Whether the bridge can run a task-only tool on this session (2025-11-25 task-augmented calls)."""
-    tasks = client.server_capabilities.tasks
-    requests = tasks.requests if tasks is not None else None
-    offers = requests is not None and requests.tools is not None and requests.tools.call is not None
-    return offers and client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-
-
 def _refused(exc: BaseException) -> bool:
     """The server answered the handshake with an error (a 2026-07-28-only server does)."""
     return any(isinstance(leaf, MCPError) and leaf.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT) for leaf in leaves(exc))
-
-
-class Listings:
-    """Told of what servers list: the kept catalog index (`bridge.tools.finding`) listens here."""
-
-    async def listed(self, name: str, tools: list[types.Tool], ttl_s: float | None) -> None:
-        """A server's tools were fetched; `ttl_s`: how long its list holds, where it says so."""
-
-    async def changed(self, name: str) -> None:
-        """The server announced `notifications/tools/list_changed`."""
 
 
 class Sessions:
@@ -187,7 +111,7 @@ class Sessions:
         self.support = support or ChildSupport()
         self._auth_for = auth_for
         self._listings = listings or Listings()
-        self._live: dict[str, list[_Live]] = {}
+        self._live: dict[str, list[Live]] = {}
         self._tg: TaskGroup | None = None
         self._opening: dict[str, anyio.Lock] = {}
         self._freed = anyio.Event()
@@ -204,7 +128,7 @@ class Sessions:
 
     # -- owner side ---------------------------------------------------------------------------
 
-    async def _own(self, live: _Live, *, task_status: TaskStatus[None]) -> None:
+    async def _own(self, live: Live, *, task_status: TaskStatus[None]) -> None:
         """Open the session, hand it over, keep it until told to stop or idle too long, close it.
 
         Before `started()`, failures propagate to the caller of `start()`; after it, they only end
@@ -217,8 +141,8 @@ class Sessions:
             with opening:
                 for mode in ("legacy", "auto") if handshake_first else ("auto",):
                     try:
-                        async with self._client(live, mode) as client:
-                            await self._set_log_level(live, client)
+                        async with client_for(live, mode, self._message_handler(live)) as client:
+                            await set_log_level(live, client)
                             live.client = client
                             live.touch()
                             opening.deadline = math.inf
@@ -249,52 +173,7 @@ class Sessions:
                 lives.remove(live)
             self._signal_freed()
 
-    def _client(self, live: _Live, mode: str) -> Client:
-        """A client advertising exactly the host's abilities, whose callbacks reach the running call."""
-        async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
-            return await live.relay().elicit(params)
-
-        async def sample(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
-            return await live.relay().sample(params)
-
-        async def list_roots(context: ClientRequestContext) -> types.ListRootsResult:
-            return await live.relay().list_roots()
-
-        async def log(params: types.LoggingMessageNotificationParams) -> None:
-            await live.relay().log(params)
-
-        client = Client(
-            live.connection.transport(),
-            mode=mode,
-            client_info=CLIENT_INFO,
-            # No per-request clock: `_use` holds each operation's deadline, which stops while a
-            # person answers an ask (an SDK request timeout would not).
-            read_timeout_seconds=None,
-            cache=None,
-            message_handler=self._message_handler(live),
-            # Every callback is set, so that a server asking beyond what was advertised gets a
-            # proper answer (a decline, and a note for the model); the advertisement is exact.
-            elicitation_callback=elicit,
-            sampling_callback=sample,
-            list_roots_callback=list_roots,
-            logging_callback=log,
-            log_level=live.abilities.log_level,
-        )
-        internals.advertise_exactly(client, live.abilities.capabilities())
-        return client
-
-    async def _set_log_level(self, live: _Live, client: Client) -> None:
-        """In the handshake era logs are asked for once per session (2026-07-28: per request)."""
-        level = live.abilities.log_level
-        if level is None or client.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return
-        if client.server_capabilities.logging is None:
-            return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            await client.set_logging_level(level)
-
-    async def _hold(self, live: _Live) -> None:
+    async def _hold(self, live: Live) -> None:
         """Wait until asked to stop, or until the session has been idle for `idle_s`.
 
         A call does not wake the owner (that cost each warm call two task switches): when the idle
@@ -313,7 +192,7 @@ class Sessions:
                 await live.wake.wait()
                 live.awaits_release = False
 
-    def _message_handler(self, live: _Live) -> Callable[[IncomingMessage], Awaitable[None]]:
+    def _message_handler(self, live: Live) -> Callable[[IncomingMessage], Awaitable[None]]:
         async def handle(message: IncomingMessage) -> None:
             if isinstance(message, types.ToolListChangedNotification):
                 live.tools = None
@@ -323,7 +202,7 @@ class Sessions:
 
     # -- caller side --------------------------------------------------------------------------
 
-    def _reuse(self, name: str, spec: ServerSpec, abilities: Abilities) -> _Live | None:
+    def _reuse(self, name: str, spec: ServerSpec, abilities: Abilities) -> Live | None:
         """A warm call's session, taken at once: an open one free for the spec and abilities, when
         no session of an older spec is left for `_acquire` to close. None: `_acquire` decides (and
         waits for a session another caller is opening)."""
@@ -336,7 +215,7 @@ class Sessions:
             live.touch()
         return live
 
-    async def _acquire(self, name: str, connection: Connection, abilities: Abilities, waiting: _RoomWait) -> _Live:
+    async def _acquire(self, name: str, connection: Connection, abilities: Abilities, waiting: _RoomWait) -> Live:
         spec = connection.spec
         lock = self._opening.get(name)
         if lock is None:  # fast_acquire: taken uncontended (a warm call), it does not yield to the loop
@@ -353,7 +232,7 @@ class Sessions:
                 self.backoff.check(name, spec)
                 await self._make_room(waiting)
                 # Born in use: the owner must not see an idle session before its first caller.
-                live = _Live(name=name, connection=connection, abilities=abilities, in_use=1)
+                live = Live(name=name, connection=connection, abilities=abilities, in_use=1)
                 assert self._tg is not None, "Sessions.serve() is not running"
                 self._live.setdefault(name, []).append(live)
                 try:
@@ -371,7 +250,7 @@ class Sessions:
             finally:
                 self._openers.pop(name, None)
 
-    def _release(self, live: _Live) -> None:
+    def _release(self, live: Live) -> None:
         live.in_use -= 1
         live.touch()
         if live.awaits_release and not live.in_use:
@@ -379,7 +258,7 @@ class Sessions:
         if self._room_waiters and not live.in_use:
             self._signal_freed()
 
-    def _all(self) -> list[_Live]:
+    def _all(self) -> list[Live]:
         return [live for lives in self._live.values() for live in lives]
 
     async def _make_room(self, waiting: _RoomWait) -> None:
@@ -404,14 +283,14 @@ class Sessions:
         self._freed.set()
         self._freed = anyio.Event()
 
-    def _retire(self, live: _Live, *, kill: bool = False) -> None:
+    def _retire(self, live: Live, *, kill: bool = False) -> None:
         """Count the session no more and tell its owner to close it."""
         lives = self._live.get(live.name, [])
         if live in lives:
             lives.remove(live)
         live.request_stop(kill=kill)
 
-    async def _close(self, live: _Live, *, kill: bool) -> None:
+    async def _close(self, live: Live, *, kill: bool) -> None:
         self._retire(live, kill=kill)
         await live.closed.wait()
 
@@ -434,7 +313,7 @@ class Sessions:
         name: str,
         spec: ServerSpec,
         request: str,
-        op: Callable[[_Live, Client], Awaitable[T]],
+        op: Callable[[Live, Client], Awaitable[T]],
         call: CallRelay | None = None,
     ) -> T:
         """Run `op` on a live session for the call's abilities: opening one within `start_timeout`,
@@ -445,7 +324,7 @@ class Sessions:
             return await self._use_traced(name, spec, op, call, span)
 
     async def _use_traced(
-        self, name: str, spec: ServerSpec, op: Callable[[_Live, Client], Awaitable[T]], call: CallRelay | None, span: Span
+        self, name: str, spec: ServerSpec, op: Callable[[Live, Client], Awaitable[T]], call: CallRelay | None, span: Span
     ) -> T:
         abilities = (call.abilities if call is not None else Abilities()).for_server(spec)
         live = self._reuse(name, spec, abilities)
@@ -502,39 +381,12 @@ class Sessions:
             "so no session could be opened; try again when a call ends, or raise MCP_MAX_SESSIONS.",
         )
 
-    async def _tools(self, live: _Live, client: Client, *, refresh: bool = False) -> dict[str, types.Tool]:
+    async def _tools(self, live: Live, client: Client, *, refresh: bool = False) -> dict[str, types.Tool]:
         if live.tools is None or refresh:
-            pages, most = self.settings.max_list_pages, self.settings.max_tools
-            tools: list[types.Tool] = []
-            held = 0
-            cursor: str | None = None
-            ttls: list[int] = []
-            for _ in range(pages):
-                page = await client.list_tools(cursor=cursor)
-                tools.extend(page.tools)
-                if "ttl_ms" in page.model_fields_set:  # a 2026-07-28 server says how long the list holds
-                    ttls.append(page.ttl_ms)
-                held += sum(len(tool.model_dump_json()) for tool in page.tools)
-                if len(tools) > most:
-                    raise BridgeError(
-                        "protocol_error", f"The server listed over {most} tools; the bridge holds at most MCP_MAX_TOOLS={most}."
-                    )
-                if held > MAX_LISTING_BYTES:
-                    raise BridgeError(
-                        "protocol_error", f"The server's tool definitions exceed {MAX_LISTING_BYTES >> 20} MiB in all."
-                    )
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-            else:
-                raise BridgeError(
-                    "protocol_error",
-                    f"The server's tool list did not end after {pages} pages (MCP_MAX_LIST_PAGES); it kept sending nextCursor.",
-                )
+            tools, ttl_s = await all_tools(client, pages=self.settings.max_list_pages, most=self.settings.max_tools)
             live.tools = {tool.name: tool for tool in tools}
-            await self._listings.listed(live.name, tools, min(ttls) / 1000 if ttls else None)
+            await self._listings.listed(live.name, tools, ttl_s)
         return live.tools
-
 
     async def list_tools(self, name: str, spec: ServerSpec, call: CallRelay | None = None) -> list[types.Tool]:
         """The catalog the calling host would see: on a session with its abilities."""
@@ -547,9 +399,9 @@ class Sessions:
         cannot be called here, if one cannot: a task-only tool on a server that runs no tasks the
         bridge can drive."""
 
-        async def op(live: _Live, client: Client) -> tuple[list[types.Tool], dict[str, str]]:
+        async def op(live: Live, client: Client) -> tuple[list[types.Tool], dict[str, str]]:
             tools = list((await self._tools(live, client, refresh=refresh)).values())
-            unrunnable = {} if _runs_tasks(client) else {tool.name: TASKS_UNAVAILABLE for tool in tools if _task_only(tool)}
+            unrunnable = {} if runs_tasks(client) else {tool.name: TASKS_UNAVAILABLE for tool in tools if task_only(tool)}
             return tools, unrunnable
 
         return await self._use(name, spec, "tools/list", op, call)
@@ -567,7 +419,7 @@ class Sessions:
         tool policy) may refuse the tool by raising; a refused call is never sent. A task-only tool
         runs as a task. What the server sends back meanwhile goes to `call`."""
 
-        async def op(live: _Live, client: Client) -> tuple[types.Tool, types.CallToolResult]:
+        async def op(live: Live, client: Client) -> tuple[types.Tool, types.CallToolResult]:
             tools = await self._tools(live, client)
             if tool_name not in tools:
                 tools = await self._tools(live, client, refresh=True)
@@ -577,8 +429,8 @@ class Sessions:
             admit(tool)
             relay = call if call is not None else live.relay()
             trace.get_current_span().set_attribute(telemetry.DOWNSTREAM_TOOL, tool_name)
-            if _task_only(tool):
-                result = await self._call_as_task(client, tool_name, arguments, relay)
+            if task_only(tool):
+                result = await call_as_task(client, tool_name, arguments, relay)
             else:
                 # Progress names its request (by token), so it reaches the call on a shared session too.
                 wants_progress = relay.channel is not None and relay.channel.wants_progress
@@ -592,46 +444,14 @@ class Sessions:
 
         return await self._use(name, spec, "tools/call", op, call)
 
-    async def _call_as_task(
-        self, client: Client, tool_name: str, arguments: dict[str, Any], relay: CallRelay
-    ) -> types.CallToolResult:
-        """Run a task-only tool as a task (2025-11-25): create it, relay its status messages as
-        progress while it works, then take its result (`tasks/result` waits for the end, and
-        delivers what the server asks meanwhile). Within the call's deadline; a call given up on
-        cancels the task. The 2026-07-28 tasks extension is not in the SDK client: such a server,
-        or one that does not offer task-augmented calls, gets a refusal at once."""
-        if not _runs_tasks(client):
-            raise BridgeError("protocol_error", f"Tool {tool_name!r} {TASKS_UNAVAILABLE}.")
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=tool_name, arguments=arguments, task=types.TaskMetadata(ttl=_TASK_TTL_MS))
-        )
-        task = types.CreateTaskResult.model_validate(await internals.send_unchecked(client.session, request)).task
-        try:
-            steps, said = 0, None
-            while task.status == "working":
-                if task.status_message != said:
-                    steps, said = steps + 1, task.status_message
-                    await relay.progress(steps, None, said)
-                await anyio.sleep(min(max((task.poll_interval or 500) / 1000, 0.05), 5.0))
-                task = await client.session.send_request(
-                    types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task.task_id)), types.GetTaskResult
-                )
-            payload = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task.task_id))
-            return await client.session.send_request(payload, types.CallToolResult)
-        except BaseException:
-            with anyio.move_on_after(_TASK_CANCEL_S, shield=True):
-                cancel = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task.task_id))
-                await client.session.send_request(cancel, types.CancelTaskResult)
-            raise
-
     async def read_resource(
         self, name: str, spec: ServerSpec, uri: str, *, linked: bool
     ) -> list[types.TextResourceContents | types.BlobResourceContents]:
         """Read a resource the server listed, or `linked` in a result; any other URI is refused
         unread, so the bridge never fetches what the server did not offer."""
 
-        async def op(live: _Live, client: Client) -> list[types.TextResourceContents | types.BlobResourceContents]:
-            if not linked and uri not in await self._listed(client):
+        async def op(live: Live, client: Client) -> list[types.TextResourceContents | types.BlobResourceContents]:
+            if not linked and uri not in await listed_resources(client):
                 raise BridgeError(
                     "invalid_argument",
                     f"{name} neither listed nor linked the resource {uri[:200]!r}; read only URIs its resources or results name.",
@@ -639,16 +459,3 @@ class Sessions:
             return list((await client.read_resource(uri)).contents)
 
         return await self._use(name, spec, "resources/read", op)
-
-    async def _listed(self, client: Client) -> set[str]:
-        if client.server_capabilities.resources is None:
-            return set()
-        uris: set[str] = set()
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.list_resources(cursor=cursor)
-            uris.update(str(resource.uri) for resource in page.resources)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return uris
