@@ -42,7 +42,7 @@ from sandbox import FilteringProxy, Gate, Launch, SandboxConfig, finish_launch, 
 from sandbox.bubblewrap import bwrap_argv  # noqa: E402
 from sandbox.command import resolve_command  # noqa: E402
 from sandbox.homes import EMPTY_DIR, EMPTY_FILE  # noqa: E402
-from sandbox.launch import _pids_cgroup_base  # noqa: E402
+from sandbox.leftovers import pids_cgroup_base  # noqa: E402
 from sandbox.network import NetworkSetting  # noqa: E402
 
 TINY = REPO / "tests" / "servers" / "tiny_stdio.py"
@@ -182,7 +182,7 @@ def variants_for(
         "deny - cgroup": part(lambda argv: argv),
         "deny - cgroup - placeholders": part(without_placeholders),
     }  # fmt: skip
-    if os.geteuid() == 0 and (base := _pids_cgroup_base()) is not None:
+    if os.geteuid() == 0 and (base := pids_cgroup_base()) is not None:
         variants["sh joining a pids cgroup"] = lambda: join_cgroup(base, True)
         variants["sh not joining one"] = lambda: join_cgroup(base, False)
     return variants

@@ -4,7 +4,8 @@ Layout: `policy` (data: what a child may do), `bubblewrap` and `seatbelt` (pure 
 policy into argv), `environment` (the scrubbed child environment), `probe` (which backend works
 here), `command` (how a command becomes the absolute program to run), `launch` (the impure
 part; the bridge spawns the returned `Launch` itself, then lets it go through its `gate`, which
-sets the limits while bwrap waits). Around them: `programs` (a command's interpreter chain and
+sets the limits while bwrap waits), `leftovers` (a root bridge's pids cgroups, and the sweep at
+start of what bridges that died left). Around them: `programs` (a command's interpreter chain and
 `check_runnable`), `repos` (git dirs in writable roots), `homes` (private homes), `placeholders`
 (the per-bridge ledger of placeholders made on disk, swept once their bridge died), `network` and
 `proxy` (registry-only or listed hosts through a filtering proxy; `forwarder` relays inside the
@@ -27,8 +28,8 @@ from sandbox.launch import (
     plan_launch,
     prepare_launch,
     probe,
-    sweep_leftovers,
 )
+from sandbox.leftovers import sweep_leftovers
 from sandbox.limits import Limits
 from sandbox.proxy import FilteringProxy, ProxyRoute
 

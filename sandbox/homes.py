@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import re
 import shutil
 from pathlib import Path
@@ -17,6 +18,12 @@ from pathlib import Path
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 EMPTY_FILE = ".empty"  # in homes_dir: the read-only sources of file and dir placeholders
 EMPTY_DIR = ".empty-dir"
+
+
+def real_home() -> Path:
+    """The real home: $HOME when absolute, else the password database."""
+    home = os.environ.get("HOME", "")
+    return Path(home) if os.path.isabs(home) else Path(pwd.getpwuid(os.geteuid()).pw_dir)
 
 
 def default_homes_dir(environ: dict[str, str], real_home: Path) -> Path:

@@ -1,12 +1,12 @@
 """Launch a stdio child: `prepare_launch` wraps its argv in the sandbox backend that works here.
 
-The impure module of the package (with `placeholders` and `gate`): it reads the bridge's
+The impure module of the package (with `placeholders`, `gate` and `leftovers`): it reads the bridge's
 environment, probes the backend, creates the state dir (a mask can only hide what exists), the
 server's private home, the seccomp program file and on Linux the placeholders (recorded in this
 bridge's ledger), the gate's fds and a root bridge's pids cgroup, counts the placeholder mount
 points children hold, and on macOS creates the child's private temp dir.
-`finish_launch` undoes what a launch left on disk once the child ended; `sweep_leftovers` (at
-bridge start) removes what a bridge that died left: placeholders and pids cgroups.
+`finish_launch` undoes what a launch left on disk once the child ended; what a bridge that died
+left is swept at the next start (`leftovers.py`, which also makes and removes the pids cgroups).
 
 On Linux the spawn is bwrap itself, held by a `Gate` (`gate.py`): the caller spawns with
 `pass_fds=launch.pass_fds` and then calls `launch.gate.release(pid)` (in a thread), which sets the
@@ -17,14 +17,10 @@ moves it into a `pids` cgroup made here, before bwrap forks the command.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
-import itertools
 import logging
 import os
-import pwd
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -38,10 +34,11 @@ from sandbox.command import CommandNotFound, resolve_command
 from sandbox.environment import DEFAULT_PATH, TRUST, child_environment
 from sandbox.errors import InvalidWorkspace, NotRunnable, SandboxUnavailable
 from sandbox.gate import Gate, open_gate
-from sandbox.homes import EMPTY_DIR, EMPTY_FILE, default_homes_dir, ensure_home, home_environment, home_path
+from sandbox.homes import EMPTY_DIR, EMPTY_FILE, default_homes_dir, ensure_home, home_environment, home_path, real_home
+from sandbox.leftovers import make_cgroup, pids_cgroup_base, remove_cgroup
 from sandbox.limits import Limits
 from sandbox.network import NetworkSetting, effective_network, is_package_launcher, normalize_hosts, registry_hosts
-from sandbox.placeholders import Ledger, guarded_paths, ledger_for, sweep
+from sandbox.placeholders import Ledger, guarded_paths, ledger_for
 from sandbox.policy import Policy, build_policy, hidden_by
 from sandbox.probe import Backend, select_backend
 from sandbox.programs import granted, inside_writable, program_chain, reached_through
@@ -53,15 +50,13 @@ from sandbox.seccomp import filter_program
 __all__ = [
     "CommandNotFound", "InvalidWorkspace", "Launch", "NotRunnable", "Plan", "SandboxConfig",
     "SandboxUnavailable", "check_runnable", "finish_launch", "new_repositories", "plan_launch",
-    "prepare_launch", "probe", "sweep_leftovers",
+    "prepare_launch", "probe",
 ]  # fmt: skip
 
 log = logging.getLogger("mcp_bridge.sandbox")
 
 CHILD_TMP_LINUX = "/tmp"  # bwrap mounts a private tmpfs there
 CHILD_TMP_PARENT_DARWIN = "/private/tmp"
-CGROUP_REMOVE_TRIES, CGROUP_REMOVE_WAIT_S = 100, 0.01
-PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # v1, then v2
 FORWARDER = Path(__file__).with_name("forwarder.py")
 PROXY_ENV_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
                    "npm_config_https_proxy", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY")  # fmt: skip
@@ -166,7 +161,7 @@ def prepare_launch(
     """
     as_root = os.geteuid() == 0
     backend = _backend(config, as_root)
-    home = _home()
+    home = real_home()
     if backend.name == "none":
         log.warning(
             "stdio child %s runs WITHOUT a sandbox (MCP_SANDBOX=none): it can read and write "
@@ -204,10 +199,10 @@ def prepare_launch(
     if backend.name == "bubblewrap":
         env = make_env(tmpdir=CHILD_TMP_LINUX)
         processes = config.limits.processes if as_root and config.pids_cgroup else None
-        base = _pids_cgroup_base() if processes else None
+        base = pids_cgroup_base() if processes else None
         cgroup: Path | None = None
         try:
-            cgroup = _make_cgroup(base, processes) if base and processes else None
+            cgroup = make_cgroup(base, processes) if base and processes else None
             gate = open_gate(_seccomp_file(homes_dir), config.limits, cgroup)
         except (OSError, SandboxUnavailable):  # undo what is held so far: placeholders, ledger, cgroup
             finish_launch(Launch("", [], {}, str(cwd), policy=policy, placeholders=held, ledger=ledger, cgroup=cgroup))
@@ -256,7 +251,7 @@ def plan_launch(
     """
     as_root = os.geteuid() == 0
     backend = _backend(config, as_root)
-    home = _home()
+    home = real_home()
     return _plan(
         command, args, cwd=cwd, server_env=server_env, network=network, write_paths=write_paths,
         config=config, server_name=server_name, read_paths=read_paths,
@@ -313,7 +308,7 @@ def finish_launch(launch: Launch) -> None:
             with launch.ledger.locked():
                 launch.ledger.release(guarded_paths(launch.policy))
     if launch.cgroup is not None:
-        _remove_cgroup(launch.cgroup)
+        remove_cgroup(launch.cgroup)
     for path in launch.cleanup_paths:
         if path != launch.cgroup:
             _remove_tree(path)
@@ -448,64 +443,6 @@ def _write_seccomp(homes_dir: Path, program: bytes) -> Path:
     return path
 
 
-@functools.cache
-def _pids_cgroup_base() -> Path | None:
-    """Where this process may make pids cgroups (tried once), or None (logged)."""
-    for base in PIDS_CGROUP_ROOTS:
-        if not (base / "cgroup.procs").exists():
-            continue  # not a cgroup hierarchy (v1 without pids, or no cgroupfs)
-        probe = base / f"mcp-bridge-{os.getpid()}-probe"
-        try:
-            probe.mkdir()
-            (probe / "pids.max").write_text("1\n")
-        except OSError as exc:
-            log.debug("no pids cgroup under %s: %s", base, exc.strerror)
-            continue
-        finally:
-            with contextlib.suppress(OSError):
-                probe.rmdir()
-        return base
-    log.warning("as root the process limit needs a pids cgroup and none could be made: not enforced")
-    return None
-
-
-def _make_cgroup(base: Path, processes: int) -> Path:
-    """A fresh pids cgroup for one child, bounded to `processes` (the gate moves the child in)."""
-    cgroup = base / f"mcp-bridge-{os.getpid()}-{next(_cgroup_ids)}"
-    try:
-        cgroup.mkdir()
-        (cgroup / "pids.max").write_text(f"{processes}\n")
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            cgroup.rmdir()
-        raise SandboxUnavailable(
-            f"cannot make the pids cgroup {cgroup} that bounds a root bridge's child: {exc.strerror}; "
-            "set MCP_SANDBOX_PIDS_CGROUP=false to go without the process limit"
-        ) from None
-    return cgroup
-
-
-def _remove_cgroup(path: Path) -> None:
-    """Kill what is left in the child's cgroup (the pid namespace dies asynchronously after bwrap)
-    and remove it; the kernel refuses while exiting members are not yet reaped, so retry briefly."""
-    for _ in range(CGROUP_REMOVE_TRIES):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return  # never spawned, or the spawn failed before making it
-        except OSError as exc:
-            if exc.errno != errno.EBUSY:
-                log.warning("cgroup %s left in place: %s", path, exc.strerror)
-                return
-        with contextlib.suppress(OSError):
-            for pid in (path / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-        time.sleep(CGROUP_REMOVE_WAIT_S)
-    log.warning("cgroup %s left in place: its processes did not exit", path)
-
-
 def _proxy_dir_path(config: SandboxConfig) -> Path:
     return config.proxy_dir or Path(tempfile.gettempdir()) / f"mcp-bridge-{os.geteuid()}"
 
@@ -551,47 +488,6 @@ def probe(config: SandboxConfig) -> SandboxUnavailable | None:
     return None
 
 
-def sweep_leftovers(config: SandboxConfig) -> tuple[Path, ...]:
-    """At bridge start, what bridges that died (SIGKILL) left; the removed paths.
-
-    The placeholders in writable roots, only those they made, still empty and mounted by no live
-    bridge's child; and a root bridge's per-child pids cgroups, only once empty.
-    """
-    removed = sweep(config.homes_dir or default_homes_dir(dict(os.environ), _home()))
-    return removed + _sweep_cgroups() if os.geteuid() == 0 else removed
-
-
-def _sweep_cgroups() -> tuple[Path, ...]:
-    """Empty `mcp-bridge-<pid>-<n>` cgroups whose bridge pid is gone (rmdir refuses a populated one)."""
-    removed = []
-    for base in PIDS_CGROUP_ROOTS:
-        for path in base.glob("mcp-bridge-*-*"):
-            pid = path.name.split("-")[2]
-            if not pid.isdigit() or _pid_alive(int(pid)):
-                continue
-            try:
-                path.rmdir()
-            except OSError as exc:
-                log.info("cgroup %s of a bridge that died left in place: %s", path, exc.strerror)
-                continue
-            removed.append(path)
-    return tuple(removed)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True  # alive (PermissionError: someone else's)
-
-
-def _home() -> Path:
-    """The real home: $HOME when absolute, else the password database."""
-    home = os.environ.get("HOME", "")
-    return Path(home) if os.path.isabs(home) else Path(pwd.getpwuid(os.geteuid()).pw_dir)
-
-
 def _environment(
     config: SandboxConfig,
     home: Path,
@@ -620,6 +516,5 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-_cgroup_ids = itertools.count()
 _held: dict[Path, int] = {}  # placeholder path -> running children whose mounts hold it
 _held_lock = threading.Lock()

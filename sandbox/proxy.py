@@ -48,6 +48,7 @@ import anyio
 from anyio.abc import ByteStream, SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
 
 from sandbox.addresses import is_public
+from sandbox.leftovers import pid_alive
 
 log = logging.getLogger("mcp_bridge.sandbox.proxy")
 
@@ -100,21 +101,11 @@ def sweep_dead_bridges(proxy_dir: Path) -> tuple[Path, ...]:
     except OSError:
         return ()
     for entry in entries:
-        if not entry.name.isdigit() or _pid_alive(int(entry.name)) or not entry.is_dir() or entry.is_symlink():
+        if not entry.name.isdigit() or pid_alive(int(entry.name)) or not entry.is_dir() or entry.is_symlink():
             continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return tuple(removed)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    return True
 
 
 def loopback_route(proxy_dir: Path, hosts: tuple[str, ...]) -> ProxyRoute:

@@ -25,7 +25,7 @@ from sandbox_box import visible_python
 from test_escapes_through_bridge import BRIDGE_BIN, FORKING, assert_marker_processes_die, python_pids, wait_for
 
 from bridge_proc import StdioPeer  # tests/ is on sys.path once test_escapes_through_bridge is imported
-from sandbox.launch import PIDS_CGROUP_ROOTS, _pids_cgroup_base
+from sandbox.leftovers import PIDS_CGROUP_ROOTS, pids_cgroup_base
 
 bwrap = pytest.mark.bwrap
 
@@ -111,7 +111,7 @@ def test_placeholders_of_a_killed_bridge_go_at_the_next_start_and_the_users_own_
         assert_present(dirs.ws, MADE)
         assert len(dirs.ledgers()) == 1
     assert_present(dirs.ws, MADE)  # killed: nothing removed them
-    assert bool(cgroups_of(killed.pid)) == (os.geteuid() == 0 and _pids_cgroup_base() is not None)
+    assert bool(cgroups_of(killed.pid)) == (os.geteuid() == 0 and pids_cgroup_base() is not None)
     (dirs.ws / "own").write_bytes(b"")
     (dirs.ws / "own").replace(dirs.ws / ".env")  # the user's own empty .env where a placeholder was
     with running_bridge(dirs):
