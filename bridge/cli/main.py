@@ -13,7 +13,8 @@ import logging
 import os
 import sys
 
-from bridge.cli.errors import EPILOG, CliError, Exit, Parser
+from bridge.arguments import Parser
+from bridge.cli.errors import EPILOG, CliError, Exit
 from bridge.wording import escaped, log_to_stderr
 
 

@@ -22,6 +22,7 @@ import fastmcp
 from pydantic import ValidationError
 
 from bridge import telemetry
+from bridge.arguments import Parser
 from bridge.host import stdio
 from bridge.host.app import build_app
 from bridge.host.serving import Serving
@@ -45,7 +46,7 @@ logger = logging.getLogger("mcp_bridge")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="mcp-bridge", description="Serve the MCP bridge over stdio (default) or HTTP.")
+    parser = Parser(prog="mcp-bridge", description="Serve the MCP bridge over stdio (default) or HTTP.")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: loopback only)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")

@@ -120,6 +120,14 @@ def test_serve_help_is_the_server_s_own(cli_dirs: CliDirs) -> None:
     assert "--transport {stdio,http}" in ran.out and "--port PORT" in ran.out
 
 
+@pytest.mark.parametrize("argv", [["--transport", "htp"], ["serve", "--transport", "stdo"]], ids=" ".join)
+def test_a_misspelt_transport_gets_did_you_mean(argv: list[str]) -> None:
+    ran = run_script(*argv, env={"PATH": os.environ["PATH"]})
+    assert ran.code == 2
+    meant = "'http'" if argv[-1] == "htp" else "'stdio'"
+    assert f"did you mean {meant}?" in ran.err
+
+
 @pytest.mark.parametrize("plant", ["fifo", "symlink-to-dev-zero"])
 def test_a_plant_at_the_old_registry_path_neither_hangs_nor_crashes_any_later_command(cli_dirs: CliDirs, plant: str) -> None:
     """A child may write `<workspace>/tool_mcp/servers.json`; every start reads it until the canonical
