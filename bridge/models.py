@@ -60,9 +60,6 @@ class _Spec(BaseModel):
     )
 
 
-_SECRET_REFERENCE = re.compile(r"^\$\{env:[A-Za-z_][A-Za-z0-9_]*\}$")
-
-
 class OAuthClient(BaseModel):
     """Developer-only: the client the bridge signs in as, when the operator set one up with the server.
 
@@ -96,7 +93,7 @@ class OAuthClient(BaseModel):
     @field_validator("client_secret", "private_key")
     @classmethod
     def _by_reference(cls, value: str | None) -> str | None:
-        if value is not None and not _SECRET_REFERENCE.fullmatch(value):
+        if value is not None and env_reference(value) is None:
             raise ValueError("must be a reference to the bridge's environment, ${env:NAME}, never the secret itself")
         return value
 

@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from bridge import __version__
 from bridge.errors import BridgeError
 from bridge.internals import SharedTokenStorage, StoredOAuth
-from bridge.models import HttpServerSpec, OAuthClient
+from bridge.models import HttpServerSpec, OAuthClient, env_reference
 from bridge.store.tokens import ServerTokens
 
 # What the CLI's sign-in listens on; a refresh never redirects, but the metadata must name one.
@@ -47,7 +47,7 @@ def oauth_client_metadata(spec: HttpServerSpec, redirect_uri: str = LOOPBACK_CAL
 
 def _value(reference: str, field: str, environ: Mapping[str, str]) -> str:
     """The value an `${env:NAME}` reference names (the model checked its shape); never quoted back."""
-    name = reference[len("${env:") : -1]
+    name = env_reference(reference) or ""  # OAuthClient admits nothing but references
     value = environ.get(name)
     if not value:
         raise BridgeError(
@@ -65,7 +65,7 @@ def secrets_of(spec: HttpServerSpec, environ: Mapping[str, str] = os.environ) ->
     if oauth is None:
         return []
     references = [ref for ref in (oauth.client_secret, oauth.private_key) if ref is not None]
-    return [value for ref in references if (value := environ.get(ref[len("${env:") : -1]))]
+    return [value for ref in references if (value := environ.get(env_reference(ref) or ""))]
 
 
 def static_client(
