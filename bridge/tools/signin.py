@@ -37,6 +37,7 @@ from bridge.errors import BridgeError
 from bridge.models import HttpServerSpec
 from bridge.store.tokens import ServerTokens
 from bridge.tools.oauth import LOOPBACK_CALLBACK, secrets_of, sign_in_auth, static_client
+from bridge.wording import one_line
 
 logger = logging.getLogger("mcp_bridge.signin")
 
@@ -151,7 +152,7 @@ def _oauth_error(text: str) -> str | None:
 
 def _why(leaf: BaseException, name: str) -> str:
     """What failed, in words the user or the operator can act on (quoted text bounded)."""
-    text = " ".join(str(leaf).split())[:300]
+    text = one_line(str(leaf), 300)
     entry = f"config.MCP_SERVERS[{name!r}]['oauth']"
     if isinstance(leaf, OAuthFlowError) and text.startswith("Protected resource "):
         return (
